@@ -1,0 +1,1 @@
+"""Pydantic models, one per artifact or file format. Imports nothing from dagster."""

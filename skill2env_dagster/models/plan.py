@@ -1,0 +1,123 @@
+"""Workflow plans: up to eight ranked, checkable workflows per skill, grounded in the skill's own files."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from skill2env_dagster.models.labels import check_label
+
+SCHEMA_VERSION = 1
+
+
+class Criteria(BaseModel):
+    """Scores 1–5 against the planner's six criteria; the rank comes from their sum."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verifiable: int = Field(ge=1, le=5)
+    well_specified: int = Field(ge=1, le=5)
+    solvable_in_hours: int = Field(ge=1, le=5)
+    hard_for_good_reason: int = Field(ge=1, le=5)
+    realistic: int = Field(ge=1, le=5)
+    outcome_graded: int = Field(ge=1, le=5)
+    rationale: str = Field(description="One or two sentences naming the insight that makes it hard.")
+
+    def total(self) -> int:
+        return (
+            self.verifiable
+            + self.well_specified
+            + self.solvable_in_hours
+            + self.hard_for_good_reason
+            + self.realistic
+            + self.outcome_graded
+        )
+
+
+class MetaPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scenario: str
+    initial_world: str
+    planted_defects: list[str] = Field(default_factory=list)
+    difficulty_source: str
+    solution_sketch: str
+    verifier_strategy: str
+    risks: list[str] = Field(default_factory=list)
+
+
+class AssetSource(BaseModel):
+    """A file of the skill (path relative to the skill) or an external source pinned to a revision."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["skill_file", "external"]
+    path: str | None = None
+    url: str | None = None
+    revision: str | None = Field(default=None, description="Bundle digest for skill files; commit/tag for external.")
+
+
+class AssetRecommendation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    purpose: str
+    kind: str = Field(description="fixture_data | config | script | document | database | service_stub | ...")
+    sources: list[AssetSource] = Field(default_factory=list)
+    composition: str = Field(description="How the sources are combined into the task's world.")
+    fallback: str = Field(description="What to synthesise when the sources are unusable.")
+
+
+class AxisCombo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    archetype: str
+    primary_verifier_pattern: str
+    persona: str
+
+    @field_validator("archetype", "primary_verifier_pattern", "persona")
+    @classmethod
+    def _labels(cls, v: str) -> str:
+        return check_label(v)
+
+
+class Workflow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int = Field(ge=1, le=8)
+    name: str = Field(description="Label-shaped workflow id, unique within the skill.")
+    summary: str
+    criteria: Criteria
+    meta_plan: MetaPlan
+    assets: list[AssetRecommendation] = Field(default_factory=list)
+    axis_pool: list[AxisCombo] = Field(min_length=1, max_length=4)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return check_label(v)
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class WorkflowPlanSet(BaseModel):
+    """The `workflow_plans` artifact of one skill."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    skill_id: str
+    bundle_digest: str
+    generator: Literal["offline", "llm"]
+    model: str | None = None
+    prompt_version: str
+    workflows: list[Workflow] = Field(min_length=1, max_length=8)
+    usage: Usage = Field(default_factory=Usage)

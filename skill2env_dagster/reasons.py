@@ -1,0 +1,107 @@
+"""Every reason code the pipeline records, and the exceptions that carry one.
+
+Expected outcomes (a screened-out skill, a rejected task) are values carrying a ReasonCode; exceptions are for
+broken infrastructure or bugs, and they carry a code too so that a failed run still says why.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ReasonCode(StrEnum):
+    # --- crawl / bundle -------------------------------------------------------------------------
+    SYMLINK_ESCAPE = "symlink_escape"
+    FILE_TOO_LARGE = "file_too_large"
+    SKILL_TOO_LARGE = "skill_too_large"
+    TOO_MANY_FILES = "too_many_files"
+    UNREADABLE = "unreadable"
+    SOURCE_UNAVAILABLE = "source_unavailable"
+    # --- parse ----------------------------------------------------------------------------------
+    NO_FRONTMATTER = "no_frontmatter"
+    INVALID_YAML = "invalid_yaml"
+    MISSING_NAME = "missing_name"
+    MISSING_DESCRIPTION = "missing_description"
+    NOT_UTF8 = "not_utf8"
+    EMPTY_SKILL = "empty_skill"
+    # --- screening ------------------------------------------------------------------------------
+    NEEDS_EXTERNAL_ACCOUNT = "needs_external_account"
+    NEEDS_LIVE_SERVICE = "needs_live_service"
+    NEEDS_HARDWARE = "needs_hardware"
+    OS_OR_GUI_SPECIFIC = "os_or_gui_specific"
+    PERSONA_ONLY = "persona_only"
+    NO_ACTIONABLE_CONTENT = "no_actionable_content"
+    LICENCE_NOT_ALLOWED = "licence_not_allowed"
+    LICENCE_UNKNOWN = "licence_unknown"
+    MALICIOUS = "malicious"
+    HARMFUL = "harmful"
+    # --- dedup ----------------------------------------------------------------------------------
+    EXACT_DUPLICATE = "exact_duplicate"
+    NEAR_DUPLICATE = "near_duplicate"
+    # --- planning / creation --------------------------------------------------------------------
+    NOT_ELIGIBLE = "not_eligible"
+    LLM_UNAVAILABLE = "llm_unavailable"
+    LLM_SCHEMA_VIOLATION = "llm_schema_violation"
+    LLM_RATE_LIMITED = "llm_rate_limited"
+    CREATOR_CONTRACT_FAILED = "creator_contract_failed"
+    TASK_TOO_LARGE = "task_too_large"
+    GRADING_MODIFIED = "grading_modified"
+    CONTAMINATED = "contaminated"
+    # --- gates ----------------------------------------------------------------------------------
+    STATIC_VALIDATION_FAILED = "static_validation_failed"
+    BASE_IMAGE_POLICY = "base_image_policy"
+    REGISTRY_UNAVAILABLE = "registry_unavailable"
+    DOCKER_UNAVAILABLE = "docker_unavailable"
+    BUILD_FAILED = "build_failed"
+    ORACLE_FAILED = "oracle_failed"
+    ORACLE_TIMEOUT = "oracle_timeout"
+    NOP_FAILED = "nop_failed"
+    WRONG_SOLUTION_PASSED = "wrong_solution_passed"
+    REWARD_MISSING = "reward_missing"
+    REWARD_INVALID = "reward_invalid"
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    CANCELLED = "cancelled"
+    INTERNAL_ERROR = "internal_error"
+
+
+# Which codes describe broken infrastructure (worth a retry) rather than a genuine verdict on the input.
+INFRA_CODES: frozenset[ReasonCode] = frozenset(
+    {
+        ReasonCode.SOURCE_UNAVAILABLE,
+        ReasonCode.LLM_UNAVAILABLE,
+        ReasonCode.LLM_RATE_LIMITED,
+        ReasonCode.REGISTRY_UNAVAILABLE,
+        ReasonCode.DOCKER_UNAVAILABLE,
+        ReasonCode.CANCELLED,
+        ReasonCode.INTERNAL_ERROR,
+    }
+)
+
+
+def is_retryable(code: ReasonCode) -> bool:
+    """Run retries are for infrastructure failures only, never for genuine verdicts."""
+    return code in INFRA_CODES
+
+
+class Skill2EnvError(Exception):
+    """Base error: always names a reason code so a failed run says why."""
+
+    def __init__(self, reason: ReasonCode, message: str) -> None:
+        super().__init__(f"[{reason.value}] {message}")
+        self.reason = reason
+
+
+class InfraError(Skill2EnvError):
+    """The machine, engine, registry, network or model endpoint failed; the input may be fine."""
+
+
+class LLMError(Skill2EnvError):
+    """The model endpoint failed or kept answering outside the schema."""
+
+
+class StoreError(Skill2EnvError):
+    """An artifact on disk is missing or does not validate against its model."""
+
+
+class InputError(Skill2EnvError):
+    """The user's input (config, task folder, source) is unusable; the message says how to fix it."""
