@@ -62,6 +62,9 @@ class ReasonCode(StrEnum):
     VERIFIER_TIMEOUT = "verifier_timeout"
     CANCELLED = "cancelled"
     INTERNAL_ERROR = "internal_error"
+    # --- probe / export -------------------------------------------------------------------------
+    TASK_METADATA_INVALID = "task_metadata_invalid"
+    SOURCE_SKILL_UNKNOWN = "source_skill_unknown"
 
 
 # Which codes describe broken infrastructure (worth a retry) rather than a genuine verdict on the input.
