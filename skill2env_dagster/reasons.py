@@ -24,6 +24,7 @@ class ReasonCode(StrEnum):
     MISSING_DESCRIPTION = "missing_description"
     NOT_UTF8 = "not_utf8"
     EMPTY_SKILL = "empty_skill"
+    TEST_FIXTURE = "test_fixture"
     # --- screening ------------------------------------------------------------------------------
     NEEDS_EXTERNAL_ACCOUNT = "needs_external_account"
     NEEDS_LIVE_SERVICE = "needs_live_service"
@@ -62,6 +63,10 @@ class ReasonCode(StrEnum):
     VERIFIER_TIMEOUT = "verifier_timeout"
     CANCELLED = "cancelled"
     INTERNAL_ERROR = "internal_error"
+    # --- gates (appended by issue 3) -------------------------------------------------------------
+    REWARD_EMPTY = "reward_empty"
+    WRONG_SOLUTION_TIMEOUT = "wrong_solution_timeout"
+    IMAGE_LEAKS_GRADING = "image_leaks_grading"
     # --- probe / export -------------------------------------------------------------------------
     TASK_METADATA_INVALID = "task_metadata_invalid"
     SOURCE_SKILL_UNKNOWN = "source_skill_unknown"

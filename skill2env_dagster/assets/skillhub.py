@@ -1,0 +1,154 @@
+"""SkillHub stage: the crawl (unpartitioned), the raw SKILL.md lineage root, and the per-skill snapshot."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import dagster as dg
+
+from skill2env_dagster.assets.partitions import SKILLS_PARTITION, skills_partitions
+from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.resources.skillhub import SkillHubResource
+from skill2env_dagster.resources.store import ArtifactStoreResource
+from skill2env_dagster.skillhub import crawl as crawl_module
+from skill2env_dagster.skillhub import screen as screen_module
+from skill2env_dagster.skillhub.crawl import crawl
+from skill2env_dagster.skillhub.snapshot import (
+    latest_snapshot_dir,
+    load_record,
+    publish_snapshot,
+    record_fingerprint,
+)
+
+OWNERS = ["team:skill2env"]
+CRAWL_ARTIFACT = "skillhub_crawl"
+SNAPSHOT_ARTIFACT = "skillhub_snapshot"
+
+
+def _code_version(*modules) -> str:
+    """Screening rules and crawl logic decide every verdict: their source hash marks all snapshots stale."""
+    h = hashlib.sha256()
+    for m in modules:
+        h.update(Path(m.__file__).read_bytes())
+    rules = Path(screen_module.__file__).parent.parent / "data" / "screening_rules.yaml"
+    if rules.exists():
+        h.update(rules.read_bytes())
+    return h.hexdigest()[:12]
+
+
+raw_skill_md = dg.AssetSpec(
+    "raw_skill_md",
+    partitions_def=skills_partitions,
+    group_name="skillhub",
+    kinds={"markdown"},
+    owners=OWNERS,
+    description="A skill folder rooted at SKILL.md, as found in its source. Observed by the crawl: data version = "
+    "bundle digest, metadata = path and source commit. The lineage root of every per-skill asset.",
+)
+
+
+@dg.asset(group_name="skillhub", kinds={"python", "parquet"}, owners=OWNERS)
+def skillhub_crawl(
+    context: dg.AssetExecutionContext, skillhub: SkillHubResource, artifacts: ArtifactStoreResource
+) -> dg.MaterializeResult:
+    """Discover, parse, screen and deduplicate every skill of every source into a content-addressed snapshot,
+    keep the `skills` partitions in step (new skills added, removed skills' partitions deleted), and observe each
+    skill's raw SKILL.md folder so only changed skills turn stale downstream."""
+    result = crawl(skillhub.load())
+    snap_dir, manifest = publish_snapshot(result, artifacts.store().dir(CRAWL_ARTIFACT))
+    added, removed = _sync_partitions(context.instance, [r.skill_id for r in result.records])
+    for r in result.records:
+        context.log_event(_observation(r))
+    context.log.info("crawl %s: %d skills, %s", manifest.snapshot_id, manifest.n_skills, manifest.status_counts)
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(manifest.snapshot_id),
+        metadata={
+            "snapshot_id": manifest.snapshot_id,
+            "snapshot_dir": dg.MetadataValue.path(str(snap_dir)),
+            "skills": manifest.n_skills,
+            "status_counts": dg.MetadataValue.json(manifest.status_counts),
+            "reason_counts": dg.MetadataValue.json(manifest.reason_counts),
+            "sources": dg.MetadataValue.json(manifest.sources),
+            "partitions_added": len(added),
+            "partitions_removed": dg.MetadataValue.json(sorted(removed)),
+            "seconds": dg.MetadataValue.json(manifest.seconds),
+        },
+    )
+
+
+def _sync_partitions(instance: dg.DagsterInstance, keys: list[str]) -> tuple[set[str], set[str]]:
+    existing = set(instance.get_dynamic_partitions(SKILLS_PARTITION))
+    current = set(keys)
+    added, removed = current - existing, existing - current
+    if added:
+        instance.add_dynamic_partitions(SKILLS_PARTITION, sorted(added))
+    for key in sorted(removed):
+        instance.delete_dynamic_partition(SKILLS_PARTITION, key)
+    return added, removed
+
+
+def _observation(r: SkillRecord) -> dg.AssetObservation:
+    return dg.AssetObservation(
+        asset_key="raw_skill_md",
+        partition=r.skill_id,
+        tags={"dagster/data_version": r.bundle_digest},
+        metadata={
+            "skill_md": dg.MetadataValue.path(str(Path(r.abs_path) / r.skill_file)),
+            "source": r.source,
+            "source_commit": r.source_commit or "",
+            "rel_path": r.rel_path,
+            "bundle_digest": r.bundle_digest,
+        },
+    )
+
+
+@dg.asset(
+    partitions_def=skills_partitions,
+    deps=[raw_skill_md],
+    group_name="skillhub",
+    kinds={"python", "json"},
+    owners=OWNERS,
+    code_version=_code_version(crawl_module, screen_module),
+    backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=50),
+)
+def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
+    """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status."""
+    store = artifacts.store()
+    snap_dir = latest_snapshot_dir(store.dir(CRAWL_ARTIFACT))
+    results = []
+    for key in context.partition_keys:
+        record = load_record(snap_dir, key)
+        store.save(SNAPSHOT_ARTIFACT, key, record)
+        context.log.info("skill=%s status=%s reasons=%s", key, record.status.value, [c.value for c in record.reasons])
+        results.append(_snapshot_result(record))
+    if len(results) == 1:
+        return results[0]
+    # A multi-partition run records one materialisation per partition; Dagster derives each one's data version
+    # from the code version and that partition's raw_skill_md observation (the bundle digest).
+    return dg.MaterializeResult(metadata={"skills": len(results)})
+
+
+def _snapshot_result(record: SkillRecord) -> dg.MaterializeResult:
+    findings = "\n".join(
+        f"| {f.code.value} | {f.rule} | {f.file}:{f.line} | {f.text.replace('|', '/')[:80]} |" for f in record.findings
+    )
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(record_fingerprint(record)),
+        metadata={
+            "skill_md": dg.MetadataValue.path(str(Path(record.abs_path) / record.skill_file)),
+            "source": record.source,
+            "source_commit": record.source_commit or "",
+            "rel_path": record.rel_path,
+            "bundle_digest": record.bundle_digest,
+            "name": record.name or "",
+            "domain": record.domain,
+            "status": record.status.value,
+            "reasons": dg.MetadataValue.json([c.value for c in record.reasons]),
+            "duplicate_of": record.duplicate_of or "",
+            "warnings": dg.MetadataValue.json(record.warnings),
+            "evidence": dg.MetadataValue.md(
+                "| code | rule | where | text |\n|---|---|---|---|\n" + findings if findings else "no findings"
+            ),
+        },
+    )

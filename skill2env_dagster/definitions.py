@@ -1,0 +1,55 @@
+"""The one Dagster code location: every asset, check, job, schedule, sensor and resource of skill2env."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import dagster as dg
+
+from skill2env_dagster.assets.automation import build_change_sensor, build_crawl_schedule
+from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
+from skill2env_dagster.resources.skillhub import SkillHubResource
+from skill2env_dagster.resources.store import ArtifactStoreResource
+
+SKILL_ASSETS: list[Any] = [skillhub_snapshot]
+GLOBAL_ASSETS: list[Any] = [skillhub_crawl]
+CHECKS: list[Any] = []
+
+
+def default_resources() -> dict[str, Any]:
+    """Real resources configured from the environment (S2E_* variables; see README › Configuration)."""
+    artifacts = ArtifactStoreResource(root=os.environ.get("S2E_ARTIFACTS_DIR", "var/artifacts"))
+    return {
+        "artifacts": artifacts,
+        "skillhub": SkillHubResource(sources_file=os.environ.get("S2E_SOURCES", "")),
+    }
+
+
+def _asset_keys(assets: list[Any]) -> list[dg.AssetKey]:
+    return [key for a in assets for key in a.keys]
+
+
+def build_defs(resources: Mapping[str, Any] | None = None) -> dg.Definitions:
+    """Tests pass their own resources (tmp store, fake LLM); `defs` below uses the real ones."""
+    crawl_job = dg.define_asset_job("skillhub_crawl_job", selection=dg.AssetSelection.assets(skillhub_crawl))
+    pipeline_job = dg.define_asset_job(
+        "skill_pipeline", selection=dg.AssetSelection.assets(*_asset_keys(SKILL_ASSETS)),
+        description="Every per-skill asset of one skill partition, from its snapshot to its gate reports.",
+    )
+    snapshot_job = dg.define_asset_job(
+        "skill_snapshot_refresh", selection=dg.AssetSelection.assets(skillhub_snapshot),
+        description="Refresh the snapshot record of skills that are not eligible (their verdict changed).",
+    )
+    return dg.Definitions(
+        assets=[raw_skill_md, *GLOBAL_ASSETS, *SKILL_ASSETS],
+        asset_checks=CHECKS,
+        jobs=[crawl_job, pipeline_job, snapshot_job],
+        schedules=[build_crawl_schedule(crawl_job)],
+        sensors=[build_change_sensor(pipeline_job, snapshot_job)],
+        resources=dict(resources or default_resources()),
+    )
+
+
+defs = build_defs()

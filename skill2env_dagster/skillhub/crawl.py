@@ -1,0 +1,258 @@
+"""Crawl: sources → skill folders → bundle + parse + screen per skill → dedup across all → SkillRecords.
+
+Each skill is processed in isolation and any exception becomes that skill's `invalid/internal_error` record, and an
+unreachable source becomes a source error: one bad skill or hub never loses the others' work.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skill2env_dagster.models.skill import Finding, SkillRecord, SkillStatus
+from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
+from skill2env_dagster.skillhub.bundle import read_bundle
+from skill2env_dagster.skillhub.config import CrawlSettings, SourcesConfig, SourceSpec, dir_sources
+from skill2env_dagster.skillhub.dedup import DedupItem, body_hash, find_duplicates
+from skill2env_dagster.skillhub.discover import FoundSkill, discover_skills
+from skill2env_dagster.skillhub.domain import guess_domain
+from skill2env_dagster.skillhub.ids import unique_ids
+from skill2env_dagster.skillhub.parse import parse_skill_md
+from skill2env_dagster.skillhub.screen import screen_skill
+from skill2env_dagster.skillhub.sources import ResolvedSource, resolve_source
+from skill2env_dagster.store import canonical_json, sha256_bytes
+
+log = logging.getLogger(__name__)
+
+# Screening codes that take a skill out of the pipeline; others (licence_unknown, ...) are only recorded.
+BLOCKING_SCREEN_CODES = frozenset({
+    ReasonCode.NEEDS_EXTERNAL_ACCOUNT, ReasonCode.NEEDS_LIVE_SERVICE, ReasonCode.NEEDS_HARDWARE,
+    ReasonCode.OS_OR_GUI_SPECIFIC, ReasonCode.PERSONA_ONLY, ReasonCode.NO_ACTIONABLE_CONTENT,
+    ReasonCode.LICENCE_NOT_ALLOWED, ReasonCode.MALICIOUS, ReasonCode.HARMFUL,
+    ReasonCode.SYMLINK_ESCAPE, ReasonCode.SKILL_TOO_LARGE, ReasonCode.TOO_MANY_FILES,
+})
+PARALLEL_MIN_SKILLS = 400
+
+
+@dataclass
+class SourceReport:
+    name: str
+    kind: str
+    uri: str
+    commit: str | None = None
+    root: str | None = None
+    skills: int = 0
+    error: str | None = None
+
+
+@dataclass
+class CrawlResult:
+    records: list[SkillRecord]
+    sources: list[SourceReport]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def snapshot_id(self) -> str:
+        """Content address of the snapshot: changes iff any skill's content, verdict or duplicate status does."""
+        rows = [(r.skill_id, r.bundle_digest, r.status, sorted(r.reasons), r.duplicate_of) for r in self.records]
+        return sha256_bytes(canonical_json(sorted(rows)).encode())[:16]
+
+    def by_id(self) -> dict[str, SkillRecord]:
+        return {r.skill_id: r for r in self.records}
+
+    def status_counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.records:
+            out[r.status.value] = out.get(r.status.value, 0) + 1
+        return out
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything one worker needs to turn a found folder into a record (picklable)."""
+
+    source: ResolvedSource
+    found: FoundSkill
+    skill_id: str
+    parent_id: str | None
+    exclude: tuple[str, ...]  # folders of nested real sub-skills, excluded from this bundle
+    settings: CrawlSettings
+
+
+def crawl(config: SourcesConfig) -> CrawlResult:
+    settings = config.settings
+    t0 = time.perf_counter()
+    resolved, reports = _resolve_all(config.sources, Path(settings.cache_dir))
+    t1 = time.perf_counter()
+    jobs = _plan_jobs(resolved, settings, reports)
+    records = _run_jobs(jobs)
+    t2 = time.perf_counter()
+    _mark_duplicates(records, {s.spec.name: s.spec.priority for s in resolved}, settings)
+    t3 = time.perf_counter()
+    log.info("crawl: %d skills from %d sources in %.2fs", len(records), len(resolved), t3 - t0)
+    return CrawlResult(records, reports, {"resolve": t1 - t0, "process": t2 - t1, "dedup": t3 - t2})
+
+
+def crawl_paths(paths: list[Path], settings: CrawlSettings | None = None) -> CrawlResult:
+    """Crawl plain folders (each a `dir` source named after the folder): the `skill2env crawl DIR...` contract."""
+    return crawl(SourcesConfig(sources=dir_sources([Path(p) for p in paths]), settings=settings or CrawlSettings()))
+
+
+def _resolve_all(specs: list[SourceSpec], cache: Path) -> tuple[list[ResolvedSource], list[SourceReport]]:
+    resolved, reports = [], []
+    for spec in specs:
+        report = SourceReport(spec.name, spec.kind, spec.url or spec.path or "")
+        try:
+            src = resolve_source(spec, cache)
+            report.commit, report.root = src.commit, str(src.root)
+            resolved.append(src)
+        except Skill2EnvError as e:
+            report.error = str(e)
+            log.error("source %s unavailable: %s", spec.name, e)
+        reports.append(report)
+    return resolved, reports
+
+
+def _plan_jobs(resolved: list[ResolvedSource], settings: CrawlSettings, reports: list[SourceReport]) -> list[_Job]:
+    jobs: list[_Job] = []
+    for src in resolved:
+        found = discover_skills(src.root)
+        ids = unique_ids([(src.spec.name, f.rel_path) for f in found])
+        by_rel = {f.rel_path: f for f in found}
+        for f in found:
+            nested = [g.rel_path for g in found if g.parent_rel_path == f.rel_path and _is_real(g, src)]
+            parent = ids[(src.spec.name, f.parent_rel_path)] if f.parent_rel_path in by_rel else None
+            jobs.append(_Job(src, f, ids[(src.spec.name, f.rel_path)], parent, tuple(nested), settings))
+        next(r for r in reports if r.name == src.spec.name).skills = len(found)
+    return jobs
+
+
+def _is_real(found: FoundSkill, src: ResolvedSource) -> bool:
+    return not found.is_fixture or src.spec.include_fixtures
+
+
+def _run_jobs(jobs: list[_Job]) -> list[SkillRecord]:
+    if len(jobs) < PARALLEL_MIN_SKILLS or (os.cpu_count() or 1) < 2:
+        records = [build_record(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(max_workers=min(4, os.cpu_count() or 2)) as pool:
+            records = list(pool.map(build_record, jobs, chunksize=64))
+    ids = {r.skill_id for r in records}
+    for r, j in zip(records, jobs):
+        r.nested_skills = [x for x in (_child_id(j, n) for n in j.exclude) if x in ids]
+    return records
+
+
+def _child_id(job: _Job, rel: str) -> str:
+    return unique_ids([(job.source.spec.name, rel)])[(job.source.spec.name, rel)]
+
+
+def build_record(job: _Job) -> SkillRecord:
+    """One skill folder → its record; never raises (an unexpected error becomes `invalid/internal_error`)."""
+    try:
+        return _build(job)
+    except Exception as e:  # noqa: BLE001 — one skill's bug must not lose the crawl
+        log.exception("skill %s: internal error", job.skill_id)
+        rec = _base_record(job, digest="", files=[])
+        rec.status, rec.reasons = SkillStatus.INVALID, [ReasonCode.INTERNAL_ERROR]
+        rec.findings = [Finding(code=ReasonCode.INTERNAL_ERROR, rule="crawl", file="", line=0,
+                                text=f"{type(e).__name__}: {e}"[:200])]
+        rec.warnings = [traceback.format_exc(limit=2)[-300:]]
+        return rec
+
+
+def _base_record(job: _Job, digest: str, files: list) -> SkillRecord:
+    src, f = job.source, job.found
+    return SkillRecord(
+        skill_id=job.skill_id, source=src.spec.name, source_kind=src.spec.kind, source_commit=src.commit,
+        source_uri=src.uri, rel_path=f.rel_path, abs_path=str(f.folder), skill_file=f.skill_file,
+        bundle_digest=digest, files=files,
+        fixture_of=job.parent_id if f.is_fixture else None,
+    )
+
+
+def _build(job: _Job) -> SkillRecord:
+    s, folder = job.settings, job.found.folder
+    bundle = read_bundle(folder, max_file_bytes=s.max_file_bytes, max_skill_bytes=s.max_skill_bytes,
+                         max_files=s.max_files, exclude={(job.source.root / rel).resolve() for rel in job.exclude})
+    rec = _base_record(job, bundle.digest, bundle.files)
+    if job.found.is_fixture and not job.source.spec.include_fixtures:
+        rec.status, rec.reasons = SkillStatus.SCREENED_OUT, [ReasonCode.TEST_FIXTURE]
+        return rec
+    reasons: list[ReasonCode] = []
+    findings: list[Finding] = []
+    for code, detail in bundle.problems:
+        findings.append(Finding(code=code, rule="bundle", file=detail.split(" -> ")[0], line=0, text=detail[:200]))
+        reasons.append(code)
+    text = bundle.texts.get(job.found.skill_file)
+    if text is None:
+        entry = next((e for e in bundle.files if e.rel_path == job.found.skill_file), None)
+        code = entry.refused if entry and entry.refused else ReasonCode.NOT_UTF8
+        reasons.append(code)
+        findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0, text="SKILL.md unreadable"))
+        rec.status = SkillStatus.INVALID
+        return _finish(rec, reasons, findings)
+    folder_name = Path(job.found.rel_path).name if job.found.rel_path != "." else folder.name
+    parsed = parse_skill_md(text, folder_name)
+    rec.name, rec.description, rec.license = parsed.name, parsed.description, parsed.license
+    rec.frontmatter = _jsonable(parsed.frontmatter)
+    rec.frontmatter_status, rec.body, rec.warnings = parsed.status, parsed.body, parsed.warnings
+    rec.body_hash = body_hash(parsed.body)
+    rec.domain = guess_domain(parsed.name or "", parsed.description or "", parsed.body)
+    for code, detail in parsed.errors:
+        reasons.append(code)
+        findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0, text=detail[:200]))
+    findings.extend(screen_skill(bundle.texts, parsed.frontmatter, parsed.body, s.screen))
+    reasons.extend(f.code for f in findings if f.rule not in ("parse", "bundle"))
+    if parsed.errors:
+        rec.status = SkillStatus.INVALID
+    elif any(c in BLOCKING_SCREEN_CODES for c in reasons):
+        rec.status = SkillStatus.SCREENED_OUT
+    return _finish(rec, reasons, findings)
+
+
+def _finish(rec: SkillRecord, reasons: list[ReasonCode], findings: list[Finding]) -> SkillRecord:
+    rec.reasons = sorted(set(reasons), key=lambda c: c.value)
+    rec.findings = findings
+    return rec
+
+
+def _jsonable(value):
+    """Frontmatter may hold dates or other YAML types; keep it JSON-serialisable without losing the text."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def _mark_duplicates(records: list[SkillRecord], priority: dict[str, int], settings: CrawlSettings) -> None:
+    """Canonical = not screened out, allowed licence, source priority, fewer warnings, then id (README)."""
+    candidates = [r for r in records if r.status != SkillStatus.INVALID and r.fixture_of is None]
+    items = [
+        DedupItem(r.skill_id, f"{r.description or ''}\n{r.body}", (
+            r.status == SkillStatus.SCREENED_OUT,
+            ReasonCode.LICENCE_NOT_ALLOWED in r.reasons,
+            priority.get(r.source, 100),
+            len(r.warnings),
+        ))
+        for r in candidates
+    ]
+    dupes = find_duplicates(items, threshold=settings.dedup_threshold, k=settings.shingle_words,
+                            num_perm=settings.dedup_num_perm)
+    by_id = {r.skill_id: r for r in records}
+    for sid, dup in dupes.items():
+        rec = by_id[sid]
+        code = ReasonCode.EXACT_DUPLICATE if dup.kind == "exact" else ReasonCode.NEAR_DUPLICATE
+        rec.duplicate_of = dup.canonical
+        rec.reasons = sorted(set(rec.reasons) | {code}, key=lambda c: c.value)
+        rec.findings.append(Finding(code=code, rule="dedup", file="", line=0,
+                                    text=f"{dup.kind} duplicate of {dup.canonical} (jaccard {dup.jaccard})"))
+        if rec.status == SkillStatus.ELIGIBLE:
+            rec.status = SkillStatus.DUPLICATE

@@ -1,0 +1,176 @@
+"""Write and read crawl snapshots: a parquet table of all skills plus one validated JSON record per skill.
+
+A snapshot folder is named by its content address (CrawlResult.snapshot_id) and published with one rename, and
+`latest.json` is replaced atomically after it, so readers never see a half-written snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field
+
+from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.reasons import ReasonCode, StoreError
+from skill2env_dagster.skillhub.crawl import CrawlResult
+from skill2env_dagster.store import atomic_replace_dir, atomic_write_text, read_model, write_model
+
+SKILLS_TABLE = "skills.parquet"
+
+_SCHEMA = pa.schema([
+    ("skill_id", pa.string()), ("source", pa.string()), ("source_kind", pa.string()),
+    ("source_commit", pa.string()), ("rel_path", pa.string()), ("skill_file", pa.string()),
+    ("name", pa.string()), ("description", pa.string()), ("license", pa.string()), ("domain", pa.string()),
+    ("status", pa.string()), ("reasons", pa.list_(pa.string())), ("duplicate_of", pa.string()),
+    ("bundle_digest", pa.string()), ("warnings", pa.list_(pa.string())), ("n_files", pa.int32()),
+    ("bytes", pa.int64()), ("frontmatter_status", pa.string()), ("fixture_of", pa.string()),
+    ("evidence", pa.string()),
+])
+
+
+class SnapshotManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    snapshot_id: str
+    created_at: str
+    n_skills: int
+    status_counts: dict[str, int]
+    reason_counts: dict[str, int]
+    sources: list[dict] = Field(description="Per source: name, kind, uri, commit, skills, error.")
+    seconds: dict[str, float]
+
+
+def skills_table(records: list[SkillRecord]) -> pa.Table:
+    rows = {name: [] for name in _SCHEMA.names}
+    for r in records:
+        values = {
+            "skill_id": r.skill_id, "source": r.source, "source_kind": r.source_kind,
+            "source_commit": r.source_commit, "rel_path": r.rel_path, "skill_file": r.skill_file,
+            "name": r.name, "description": r.description, "license": r.license, "domain": r.domain,
+            "status": r.status.value, "reasons": [c.value for c in r.reasons], "duplicate_of": r.duplicate_of,
+            "bundle_digest": r.bundle_digest, "warnings": r.warnings, "n_files": len(r.files),
+            "bytes": sum(f.size for f in r.files), "frontmatter_status": r.frontmatter_status,
+            "fixture_of": r.fixture_of,
+            "evidence": json.dumps([f.model_dump(mode="json") for f in r.findings], ensure_ascii=False),
+        }
+        for k, v in values.items():
+            rows[k].append(v)
+    return pa.table(rows, schema=_SCHEMA)
+
+
+def manifest_of(result: CrawlResult) -> SnapshotManifest:
+    reasons: dict[str, int] = {}
+    for r in result.records:
+        for c in r.reasons:
+            reasons[c.value] = reasons.get(c.value, 0) + 1
+    return SnapshotManifest(
+        snapshot_id=result.snapshot_id(), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        n_skills=len(result.records), status_counts=result.status_counts(), reason_counts=dict(sorted(reasons.items())),
+        sources=[vars(s) for s in result.sources], seconds={k: round(v, 3) for k, v in result.seconds.items()},
+    )
+
+
+def write_table(records: list[SkillRecord], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
+        pq.write_table(skills_table(records), tmp.name)
+    Path(tmp.name).replace(path)
+
+
+def write_flat(result: CrawlResult, out_dir: Path, *, with_records: bool = True) -> SnapshotManifest:
+    """The CLI layout: OUT/skills.parquet, OUT/snapshot.json and OUT/records/<skill_id>.json."""
+    manifest = manifest_of(result)
+    write_table(result.records, out_dir / SKILLS_TABLE)
+    if with_records:
+        for r in result.records:
+            write_model(out_dir / "records" / f"{r.skill_id}.json", r)
+    write_model(out_dir / "snapshot.json", manifest)
+    return manifest
+
+
+def publish_snapshot(result: CrawlResult, root: Path) -> tuple[Path, SnapshotManifest]:
+    """Content-addressed publish under root/<snapshot_id>/ and an atomic `latest.json` pointer."""
+    manifest = manifest_of(result)
+    final = root / manifest.snapshot_id
+    if not (final / "snapshot.json").exists():
+        staging = Path(tempfile.mkdtemp(prefix=f".{manifest.snapshot_id}.", dir=_mkdir(root)))
+        try:
+            write_flat(result, staging)
+            atomic_replace_dir(staging, final)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    atomic_write_text(root / "latest.json", json.dumps({"snapshot_id": manifest.snapshot_id}) + "\n")
+    return final, manifest
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def latest_snapshot_dir(root: Path) -> Path:
+    try:
+        sid = json.loads((root / "latest.json").read_text())["snapshot_id"]
+    except (FileNotFoundError, KeyError, json.JSONDecodeError) as e:
+        raise StoreError(ReasonCode.INTERNAL_ERROR, f"no crawl snapshot under {root}: run skillhub_crawl first") from e
+    return root / sid
+
+
+def load_record(snapshot_dir: Path, skill_id: str) -> SkillRecord:
+    return read_model(snapshot_dir / "records" / f"{skill_id}.json", SkillRecord)
+
+
+def load_manifest(snapshot_dir: Path) -> SnapshotManifest:
+    return read_model(snapshot_dir / "snapshot.json", SnapshotManifest)
+
+
+def fingerprint(bundle_digest: str, status: str, reasons: list[str], duplicate_of: str | None,
+                name: str | None, description: str | None) -> str:
+    """What downstream cares about: content, verdict and duplicate status (not where the checkout lives)."""
+    key = "|".join([bundle_digest, status, ",".join(sorted(reasons)), duplicate_of or "", name or "",
+                    description or ""])
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def record_fingerprint(r: SkillRecord) -> str:
+    return fingerprint(r.bundle_digest, r.status.value, [c.value for c in r.reasons], r.duplicate_of, r.name,
+                       r.description)
+
+
+class SnapshotDiff(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    added: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    eligible: list[str] = Field(default_factory=list, description="Ids whose current status is eligible.")
+
+    @property
+    def touched(self) -> list[str]:
+        return sorted(set(self.added) | set(self.changed))
+
+
+def _fingerprints(snapshot_dir: Path) -> dict[str, tuple[str, str]]:
+    cols = ["skill_id", "bundle_digest", "status", "reasons", "duplicate_of", "name", "description"]
+    t = pq.read_table(snapshot_dir / SKILLS_TABLE, columns=cols).to_pylist()
+    return {r["skill_id"]: (fingerprint(r["bundle_digest"], r["status"], r["reasons"] or [], r["duplicate_of"],
+                                        r["name"], r["description"]), r["status"]) for r in t}
+
+
+def diff_snapshots(previous: Path | None, current: Path) -> SnapshotDiff:
+    """Which skills are new, changed (content, verdict or duplicate status) or gone between two snapshots."""
+    cur = _fingerprints(current)
+    prev = _fingerprints(previous) if previous and (previous / SKILLS_TABLE).exists() else {}
+    return SnapshotDiff(
+        added=sorted(set(cur) - set(prev)),
+        changed=sorted(k for k in set(cur) & set(prev) if cur[k][0] != prev[k][0]),
+        removed=sorted(set(prev) - set(cur)),
+        eligible=sorted(k for k, (_, status) in cur.items() if status == "eligible"),
+    )
