@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Idempotent Python set-up: a venv at .venv with the project (editable) and its test extras.
+# Re-running is cheap: pip skips what is already installed; the venv is made only once.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${S2E_PYTHON:-python3}"
+cd "$REPO"
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PY --version)" >&2
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.s2e-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing the project into .venv" >&2
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  touch "$stamp"
+fi
