@@ -1,0 +1,226 @@
+"""Static checks on a task folder: each a named check with a tri-state verdict, run before any container.
+
+A check that cannot run (a crash, a missing tool) is `error`, never `pass`. Checks are independent: one failing
+does not hide the others, so a report lists every defect of a task at once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from skill2env_dagster.gates.dockerfile import (
+    DEFAULT_APPROVED,
+    copy_problems,
+    external_bases,
+    from_lines,
+    from_problems,
+)
+from skill2env_dagster.gates.freeze import compute_freeze_hash
+from skill2env_dagster.gates.rubric import rubric_problems
+from skill2env_dagster.models.gate import CheckResult, CheckVerdict
+from skill2env_dagster.models.task_dir import TaskDir
+from skill2env_dagster.models.task_toml import TaskToml
+from skill2env_dagster.reasons import ReasonCode
+
+MAX_TASK_BYTES = 128 * 1024 * 1024
+MAX_ENV_BYTES = 100 * 1024 * 1024
+# A line this long copied from tests/ or solution/ into what the agent sees is a leak, not a coincidence.
+LEAK_MIN_LINE = 40
+REWARD_NAMES = {"reward.txt", "reward.json"}
+
+Problems = list[str]
+
+
+def _walk(root: Path) -> list[Path]:
+    """Every entry under root without following symlinked folders."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        base = Path(dirpath)
+        out += [base / d for d in dirnames] + [base / f for f in filenames]
+    return sorted(out)
+
+
+def check_layout(task: TaskDir, _: TaskToml | None) -> Problems:
+    problems = [f"{p.relative_to(task.root)} missing or not a regular file" for p in task.required_files()
+                if p.is_symlink() or not p.is_file()]
+    if (task.root / "rubric.md").exists():
+        problems.append("rubric.md at the task root (it belongs in tests/)")
+    problems += [f"{p.relative_to(task.root)}: reward files may not ship with a task"
+                 for p in _walk(task.root) if p.name in REWARD_NAMES]
+    return problems
+
+
+def check_symlinks(task: TaskDir, _: TaskToml | None) -> Problems:
+    problems = []
+    for p in _walk(task.root):
+        if not p.is_symlink():
+            continue
+        rel = p.relative_to(task.root)
+        top = task.root / rel.parts[0]
+        target = p.resolve()
+        if len(rel.parts) == 1 or not (target == top.resolve() or target.is_relative_to(top.resolve())):
+            problems.append(f"{rel} -> {os.readlink(p)} escapes {rel.parts[0]}/")
+        elif not target.exists():
+            problems.append(f"{rel} -> {os.readlink(p)} is dangling")
+    return problems
+
+
+def check_bash_syntax(task: TaskDir, _: TaskToml | None) -> Problems:
+    bash = shutil.which("bash")
+    if bash is None:
+        raise RuntimeError("bash not found on this machine")
+    problems = []
+    for script in [task.test_script, task.solve_script, task.wrong_script]:
+        if not script.is_file():
+            continue
+        rel = script.relative_to(task.root)
+        first = script.read_bytes()[:200].split(b"\n", 1)[0]
+        if not first.startswith(b"#!"):
+            problems.append(f"{rel}: no shebang (scripts are executed directly)")
+            continue
+        if b"sh" not in first.rsplit(b"/", 1)[-1]:
+            continue  # another interpreter: bash -n does not apply
+        done = subprocess.run([bash, "-n", str(script)], capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            problems.append(f"{rel}: {done.stderr.strip()[:500]}")
+    return problems
+
+
+def check_dockerfile_from(task: TaskDir, config: TaskToml | None, approved: tuple[str, ...]) -> Problems:
+    text = task.dockerfile.read_text()
+    problems = from_problems(text, approved)
+    if problems or config is None:
+        return problems
+    pins = config.metadata.get("base_image_pins") or {}
+    recorded = set(pins.values()) if isinstance(pins, dict) else set()
+    for f in external_bases(from_lines(text)):
+        digest = f.image.split("@", 1)[1]
+        if digest not in recorded:
+            problems.append(f"line {f.line + 1}: {digest} not recorded in [metadata] base_image_pins")
+    return problems
+
+
+def check_dockerfile_copy(task: TaskDir, _: TaskToml | None) -> Problems:
+    return copy_problems(task.dockerfile.read_text())
+
+
+def _secret_lines(task: TaskDir) -> dict[bytes, str]:
+    """Long lines of tests/ and solution/ files, mapped to where they come from."""
+    lines: dict[bytes, str] = {}
+    for top in [task.tests_dir, task.solution_dir]:
+        for p in _walk(top):
+            if p.is_file() and not p.is_symlink() and p != task.rubric:
+                for line in p.read_bytes().splitlines():
+                    if len(line.strip()) >= LEAK_MIN_LINE:
+                        lines.setdefault(line.strip(), str(p.relative_to(task.root)))
+    return lines
+
+
+def check_no_leak(task: TaskDir, _: TaskToml | None) -> Problems:
+    secrets = _secret_lines(task)
+    seen = [task.instruction] + [p for p in _walk(task.environment_dir) if p.is_file() and not p.is_symlink()]
+    problems = []
+    for p in seen:
+        data = p.read_bytes()
+        for line, origin in secrets.items():
+            if line in data:
+                problems.append(f"{p.relative_to(task.root)} contains a line of {origin}: {line[:60]!r}")
+                break
+    return problems
+
+
+def _size(root: Path) -> int:
+    return sum(p.lstat().st_size for p in _walk(root) if not p.is_dir() or p.is_symlink())
+
+
+def check_size(task: TaskDir, _: TaskToml | None) -> Problems:
+    problems = []
+    if (total := _size(task.root)) > MAX_TASK_BYTES:
+        problems.append(f"task is {total} bytes (limit {MAX_TASK_BYTES})")
+    if (env := _size(task.environment_dir)) > MAX_ENV_BYTES:
+        problems.append(f"environment/ is {env} bytes (limit {MAX_ENV_BYTES})")
+    return problems
+
+
+def check_rubric(task: TaskDir, _: TaskToml | None) -> Problems:
+    return rubric_problems(task.rubric.read_text(encoding="utf-8"))
+
+
+def check_freeze(task: TaskDir, config: TaskToml | None) -> Problems:
+    recorded = config.metadata.get("freeze_hash") if config else None
+    actual = compute_freeze_hash(task.root)
+    return [] if recorded == actual else [f"freeze_hash {recorded} recorded, {actual} now"]
+
+
+def check_source_reference(task: TaskDir, config: TaskToml | None) -> Problems:
+    """The source skill's path or digest may appear only in task.toml (else it leaks the answer's origin)."""
+    marks = [str(config.metadata[k]).encode() for k in ("source_skill", "source_bundle_digest")
+             if config and config.metadata.get(k)]
+    problems = []
+    for p in _walk(task.root):
+        if p.is_file() and not p.is_symlink() and p != task.config:
+            data = p.read_bytes()
+            problems += [f"{p.relative_to(task.root)} mentions {m.decode()!r}" for m in marks if m in data]
+    return problems
+
+
+def _run(name: str, reason: ReasonCode, fn: Callable[[], Problems]) -> CheckResult:
+    start = time.perf_counter()
+    try:
+        problems = fn()
+        verdict = CheckVerdict.FAIL if problems else CheckVerdict.PASS
+        evidence = "; ".join(problems)[:4000]
+    except (OSError, UnicodeDecodeError, ValueError, RuntimeError, subprocess.SubprocessError) as e:
+        verdict, evidence, reason = CheckVerdict.ERROR, f"could not check: {type(e).__name__}: {e}", reason
+    return CheckResult(
+        name=name,
+        verdict=verdict,
+        reason=None if verdict is CheckVerdict.PASS else reason,
+        evidence=evidence,
+        seconds=round(time.perf_counter() - start, 4),
+    )
+
+
+def _load_config(task: TaskDir) -> tuple[TaskToml | None, Problems]:
+    try:
+        return TaskToml.from_toml(task.config.read_text(encoding="utf-8")), []
+    except ValidationError as e:
+        return None, [f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()]
+    except ValueError as e:  # tomllib.TOMLDecodeError and bad UTF-8
+        return None, [f"not valid TOML: {e}"]
+
+
+def run_static_checks(
+    task_dir: Path | str, approved_registries: tuple[str, ...] | list[str] = DEFAULT_APPROVED
+) -> list[CheckResult]:
+    """All static checks on one task folder, in a fixed order; `error` where a check could not run."""
+    task = TaskDir(Path(task_dir))
+    if not task.root.is_dir():
+        return [CheckResult(name="layout", verdict=CheckVerdict.FAIL, reason=ReasonCode.STATIC_VALIDATION_FAILED,
+                            evidence=f"{task.root} is not a folder")]
+    config, toml_problems = (None, ["task.toml missing"]) if not task.config.is_file() else _load_config(task)
+    approved = tuple(approved_registries)
+    svf = ReasonCode.STATIC_VALIDATION_FAILED
+    plan: list[tuple[str, ReasonCode, Callable[[], Problems]]] = [
+        ("layout", svf, lambda: check_layout(task, config)),
+        ("symlinks", svf, lambda: check_symlinks(task, config)),
+        ("bash_syntax", svf, lambda: check_bash_syntax(task, config)),
+        ("task_toml", svf, lambda: toml_problems),
+        ("dockerfile_from", ReasonCode.BASE_IMAGE_POLICY, lambda: check_dockerfile_from(task, config, approved)),
+        ("dockerfile_copy", svf, lambda: check_dockerfile_copy(task, config)),
+        ("no_leak", ReasonCode.CONTAMINATED, lambda: check_no_leak(task, config)),
+        ("size_limits", ReasonCode.TASK_TOO_LARGE, lambda: check_size(task, config)),
+        ("rubric", svf, lambda: check_rubric(task, config)),
+    ]
+    if config and config.metadata.get("freeze_hash"):
+        plan.append(("freeze_hash", ReasonCode.GRADING_MODIFIED, lambda: check_freeze(task, config)))
+    if config and (config.metadata.get("source_skill") or config.metadata.get("source_bundle_digest")):
+        plan.append(("no_source_reference", ReasonCode.CONTAMINATED, lambda: check_source_reference(task, config)))
+    return [_run(name, reason, fn) for name, reason, fn in plan]
