@@ -1,0 +1,128 @@
+"""SkillHub assets in-process: partitions kept in step, observations as lineage root, only changed skills stale,
+and the change sensor requesting exactly the new/changed partitions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+
+from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
+from skill2env_dagster.definitions import build_defs
+from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.resources.skillhub import SkillHubResource
+from skill2env_dagster.resources.store import ArtifactStoreResource
+from tests.support.hub import make_hub, write_skill, write_sources
+
+pytestmark = pytest.mark.dagster
+
+
+@pytest.fixture
+def setup(tmp_path):
+    hub = make_hub(tmp_path / "hub")
+    sources = write_sources(tmp_path / "sources.yaml", [{"name": "t", "kind": "dir", "path": str(hub)}],
+                            tmp_path / "cache")
+    resources = {
+        "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
+        "skillhub": SkillHubResource(sources_file=str(sources)),
+    }
+    return hub, resources, dg.DagsterInstance.ephemeral()
+
+
+def _crawl(resources, instance):
+    res = dg.materialize([skillhub_crawl], instance=instance, resources=resources)
+    assert res.success
+    return res
+
+
+def _snapshot(resources, instance, key):
+    res = dg.materialize([raw_skill_md, skillhub_snapshot], selection=[skillhub_snapshot], partition_key=key,
+                         instance=instance, resources=resources)
+    assert res.success
+    return res
+
+
+def _stale(instance, resources, key):
+    defs = build_defs(resources)
+    graph = defs.resolve_asset_graph()
+    resolver = CachingStaleStatusResolver(instance, graph)
+    return resolver.get_status(dg.AssetKey("skillhub_snapshot"), key)
+
+
+def test_crawl_adds_partitions_and_observes_raw_skill_md(setup):
+    hub, resources, instance = setup
+    _crawl(resources, instance)
+    keys = sorted(instance.get_dynamic_partitions("skills"))
+    assert keys == ["t__csv-cleaner", "t__log-counter", "t__unit-converter"]
+    obs = instance.fetch_observations(dg.AssetKey("raw_skill_md"), limit=10).records
+    assert len(obs) == 3
+    meta = obs[0].asset_observation.metadata
+    assert "skill_md" in meta and "source_commit" in meta
+
+
+def test_only_changed_skill_becomes_stale_and_removed_skill_loses_partition(setup):
+    hub, resources, instance = setup
+    _crawl(resources, instance)
+    for key in instance.get_dynamic_partitions("skills"):
+        _snapshot(resources, instance, key)
+    assert {_stale(instance, resources, k) for k in instance.get_dynamic_partitions("skills")} == {StaleStatus.FRESH}
+    _crawl(resources, instance)  # unchanged re-crawl: nothing stale
+    assert {_stale(instance, resources, k) for k in instance.get_dynamic_partitions("skills")} == {StaleStatus.FRESH}
+    write_skill(hub, "log-counter", body="Count status codes differently now, with `cut -d' ' -f9`.")
+    import shutil
+
+    shutil.rmtree(hub / "unit-converter")
+    _crawl(resources, instance)
+    keys = set(instance.get_dynamic_partitions("skills"))
+    assert keys == {"t__csv-cleaner", "t__log-counter"}
+    assert _stale(instance, resources, "t__log-counter") == StaleStatus.STALE
+    assert _stale(instance, resources, "t__csv-cleaner") == StaleStatus.FRESH
+
+
+def test_snapshot_writes_record_and_metadata(setup, tmp_path):
+    hub, resources, instance = setup
+    _crawl(resources, instance)
+    res = _snapshot(resources, instance, "t__csv-cleaner")
+    mat = res.asset_materializations_for_node("skillhub_snapshot")[0]
+    assert mat.metadata["status"].value == "eligible"
+    assert str(mat.metadata["skill_md"].value).endswith("csv-cleaner/SKILL.md")
+    store = resources["artifacts"].store()
+    assert store.load("skillhub_snapshot", "t__csv-cleaner", SkillRecord).name == "csv-cleaner"
+
+
+def test_change_sensor_requests_exactly_new_and_changed(setup):
+    hub, resources, instance = setup
+    defs = build_defs(resources)
+    sensor = defs.get_sensor_def("skillhub_change_sensor")
+    _crawl(resources, instance)
+    ctx = dg.build_sensor_context(instance=instance, resources=resources)
+    first = sensor(ctx)
+    assert sorted(r.partition_key for r in first.run_requests) == ["t__csv-cleaner", "t__log-counter",
+                                                                    "t__unit-converter"]
+    assert {r.job_name for r in first.run_requests} == {"skill_pipeline"}
+    cursor = first.cursor
+    again = sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor))
+    assert isinstance(again, dg.SkipReason)
+    write_skill(hub, "log-counter", body="A changed body that counts 4xx codes per hour with awk.")
+    write_skill(hub, "new-skill", body="Rename image files by EXIF date with a dry-run mode and a collision rule.")
+    (hub / "pirate").mkdir()
+    (hub / "pirate" / "SKILL.md").write_text("no description and nothing")
+    _crawl(resources, instance)
+    second = sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor))
+    got = {r.partition_key: r.job_name for r in second.run_requests}
+    assert set(got) == {"t__log-counter", "t__new-skill", "t__pirate"}
+    assert got["t__new-skill"] == "skill_pipeline" and got["t__pirate"] == "skill_snapshot_refresh"
+
+
+def test_schedule_runs_crawl_nightly(setup):
+    _, resources, _ = setup
+    schedule = build_defs(resources).get_schedule_def("nightly_skillhub_crawl")
+    assert schedule.cron_schedule == "0 2 * * *" and schedule.execution_timezone == "UTC"
+    assert schedule.job_name == "skillhub_crawl_job"
+
+
+def test_definitions_load(setup):
+    _, resources, _ = setup
+    dg.Definitions.validate_loadable(build_defs(resources))
