@@ -29,13 +29,16 @@ ENV PATH=/opt/venv/bin:$PATH \
 
 WORKDIR /opt/skill2env
 # Dependencies first (a layer that survives code edits): install the project once with an empty package...
-COPY pyproject.toml ./
+# build/ca-certificates.crt (optional, put there by deploy/build-image.sh) is the build host's CA bundle: pip
+# must trust whatever TLS-inspecting proxy the host itself trusts. It is used for the build only, then removed.
+COPY pyproject.toml build/ca-certificate[s].crt ./
 RUN set -eux; mkdir -p skill2env_dagster; touch skill2env_dagster/__init__.py; \
-    pip install -q . && rm -rf skill2env_dagster build *.egg-info
+    if [ -f ca-certificates.crt ]; then export PIP_CERT=$PWD/ca-certificates.crt; fi; \
+    pip install -q "setuptools>=68" wheel . && rm -rf skill2env_dagster build *.egg-info ca-certificates.crt
 # ...then the code itself, without touching the dependency layer.
 COPY workspace.yaml ./
 COPY skill2env_dagster/ ./skill2env_dagster/
-RUN pip install -q --no-deps . && python -c 'import skill2env_dagster, dagster_docker, dagster_postgres'
+RUN pip install -q --no-deps --no-build-isolation . && python -c 'import skill2env_dagster, dagster_docker, dagster_postgres'
 
 # Runs are started by the launcher with `dagster api execute_run …`; this default serves the code location
 # over gRPC, for deployments that run the code server as its own container.

@@ -24,6 +24,11 @@ case "$BASE" in
   *) echo "build-image: base image $BASE is not pinned by digest" >&2; exit 2 ;;
 esac
 
+# pip inside the build must trust the same CAs as this host (some hosts sit behind a TLS-inspecting proxy).
+CA_BUNDLE="${S2E_BUILD_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
+mkdir -p "$REPO/build"
+if [ -f "$CA_BUNDLE" ]; then cp "$CA_BUNDLE" "$REPO/build/ca-certificates.crt"; else rm -f "$REPO/build/ca-certificates.crt"; fi
+
 echo "build-image: building $IMAGE from $BASE" >&2
 docker build -q --build-arg "BASE_IMAGE=$BASE" -t "$IMAGE" "$REPO" >&2
 echo "$IMAGE"
