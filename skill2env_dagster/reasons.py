@@ -36,6 +36,8 @@ class ReasonCode(StrEnum):
     LICENCE_UNKNOWN = "licence_unknown"
     MALICIOUS = "malicious"
     HARMFUL = "harmful"
+    # informational, never blocking: a live service documented well enough for a local stand-in
+    STANDIN_POSSIBLE = "standin_possible"
     # --- dedup ----------------------------------------------------------------------------------
     EXACT_DUPLICATE = "exact_duplicate"
     NEAR_DUPLICATE = "near_duplicate"
