@@ -1,0 +1,182 @@
+"""Create, gate, repair and publish the task candidates of one skill.
+
+Per candidate: the builder runs the creator steps in the frozen order; the gates run on the staged folder; while
+the only failures are the Oracle's or wrong.sh's (solution bugs), only solution/ is regenerated with the gate's
+evidence, up to `max_repairs` times, and the freeze hash is re-checked every time. Then the folder is published
+to the retained or the rejected area in one rename.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
+from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
+from skill2env_dagster.models.labels import to_label
+from skill2env_dagster.models.plan import WorkflowPlanSet
+from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.models.task import Axes, TaskBundle, TaskBundleSet
+from skill2env_dagster.models.task_dir import TaskDir
+from skill2env_dagster.models.task_toml import AgentTable, EnvironmentTable, TaskInfo, TaskToml, VerifierTable
+from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
+from skill2env_dagster.store import ArtifactStore
+from skill2env_dagster.tasks.builder import TaskBuilder
+from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, TaskGenerator, make_context
+from skill2env_dagster.tasks.grounding import ground
+from skill2env_dagster.tasks.publish import publish, staging_dir
+
+log = logging.getLogger(__name__)
+
+GateFn = Callable[[Path], GateReport]
+REPAIRABLE_CHECKS = {"oracle", "wrong_solution"}
+AGENT_TIMEOUT_SEC = 1800.0
+VERIFIER_TIMEOUT_SEC = 300.0
+
+
+@dataclass
+class CreationSettings:
+    max_repairs: int = 2
+    max_variants: int = 8
+
+
+def task_name(skill: SkillRecord, sample: AxisSample) -> str:
+    """Deterministic: skill id + workflow + variant (≤ 200 chars, store-key safe)."""
+    return f"{skill.skill_id[:120]}--{to_label(sample.workflow)}-v{sample.variant}"
+
+
+def _pins(base_images: dict[str, str]) -> dict[str, str]:
+    return {ref.split("@")[0]: ref.split("@")[1] for ref in base_images.values()}
+
+
+def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator) -> TaskToml:
+    """task.toml before the freeze: identity, provenance, the six axes as realised, timeouts, offline network."""
+    s, skill = ctx.sample, ctx.skill
+    meta = {
+        "source_skill": skill.skill_id, "source": skill.source, "source_commit": skill.source_commit or "",
+        "source_bundle_digest": skill.bundle_digest, "workflow": s.workflow, "variant": s.variant,
+        "archetype": env.archetype, "primary_verifier_pattern": env.verifier, "complexity": s.complexity,
+        "persona": s.persona, "tone": s.tone, "expertise": s.expertise,
+        "sampled_archetype": s.archetype, "sampled_verifier_pattern": s.primary_verifier_pattern,
+        "capability_dimension": s.capability_dimension, "recipe": env.recipe,
+        "generator": gen.kind, "model": gen.model or "none", "prompt_version": gen.prompt_version,
+        "base_image_pins": _pins({env.image: ctx.base_images[env.image]}),
+    }
+    return TaskToml(
+        task=TaskInfo(name=f"skill2env/{ctx.task_name}", description=ctx.workflow.summary[:300],
+                      keywords=[env.archetype, env.verifier, skill.domain]),
+        metadata=meta,
+        agent=AgentTable(timeout_sec=AGENT_TIMEOUT_SEC),
+        verifier=VerifierTable(timeout_sec=VERIFIER_TIMEOUT_SEC),
+        environment=EnvironmentTable(build_timeout_sec=600, cpus=1, memory_mb=1024, network_mode="no-network",
+                                     workdir="/app"),
+    )
+
+
+def build_candidate(builder: TaskBuilder, ctx: CreationContext, gen: TaskGenerator) -> tuple[EnvironmentDraft, list[str]]:
+    """The six creator steps, in order."""
+    env = gen.environment(ctx)
+    builder.environment(env.files)
+    builder.instruction(gen.instruction(ctx))
+    tests, metrics = gen.tests(ctx)
+    builder.tests(tests)
+    builder.rubric(gen.rubric(ctx))
+    builder.freeze(task_config(ctx, env, gen))
+    builder.solution(gen.solution(ctx, ""))
+    return env, metrics
+
+
+def _repairable(report: GateReport) -> str | None:
+    """Evidence for a solution-only repair, or None when some other check failed (or nothing did)."""
+    fails = [c for c in report.checks if c.verdict is CheckVerdict.FAIL]
+    if not fails or any(c.name not in REPAIRABLE_CHECKS for c in fails):
+        return None
+    return "; ".join(f"{c.name}: {c.reason} {c.evidence}" for c in fails)
+
+
+def gate_and_repair(builder: TaskBuilder, ctx: CreationContext, gen: TaskGenerator, gate: GateFn,
+                    max_repairs: int) -> tuple[GateReport, int]:
+    report = gate(builder.dir.root)
+    attempts = 0
+    while attempts < max_repairs and (evidence := _repairable(report)):
+        attempts += 1
+        log.info("repair task=%s attempt=%d evidence=%s", ctx.task_name, attempts, evidence[:200])
+        builder.solution(gen.solution(ctx, evidence), evidence=evidence)
+        report = gate(builder.dir.root)
+    return report, attempts
+
+
+def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, gate: GateFn,
+                settings: CreationSettings) -> tuple[TaskBundle, GateReport | None]:
+    """One candidate end to end; creator and gate failures become a rejected bundle, never an exception."""
+    staging = staging_dir(store, ctx.skill.skill_id, ctx.task_name)
+    builder = TaskBuilder(staging)
+    env, metrics, report, attempts = None, [], None, 0
+    reasons: list[ReasonCode] = []
+    evidence: list[str] = []
+    try:
+        env, metrics = build_candidate(builder, ctx, gen)
+        report, attempts = gate_and_repair(builder, ctx, gen, gate, settings.max_repairs)
+        builder.check_frozen()
+        if report.verdict is not GateVerdict.RETAINED:
+            reasons = [report.reason or ReasonCode.INTERNAL_ERROR]
+            evidence = [f"{c.name}: {c.evidence}"[:500] for c in report.checks if c.verdict is not CheckVerdict.PASS]
+    except Skill2EnvError as e:
+        reasons, evidence = [e.reason], [str(e)[:500]]
+    status = "retained" if not reasons else ("error" if report and report.verdict is GateVerdict.INFRA_FAILED
+                                             else "rejected")
+    size = builder.size_bytes()
+    path = publish(store, staging, ctx.skill.skill_id, ctx.task_name, status == "retained",
+                   [r.value for r in reasons], evidence, report)
+    log.info("task skill=%s task=%s status=%s reasons=%s", ctx.skill.skill_id, ctx.task_name, status, reasons)
+    return _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report), report
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report) -> TaskBundle:
+    s = ctx.sample
+    final = TaskDir(path)
+    return TaskBundle(
+        task_name=ctx.task_name, skill_id=ctx.skill.skill_id, workflow=s.workflow, variant=s.variant,
+        axes=Axes(archetype=env.archetype if env else s.archetype,
+                  primary_verifier_pattern=env.verifier if env else s.primary_verifier_pattern,
+                  complexity=s.complexity, persona=s.persona, tone=s.tone, expertise=s.expertise),
+        recipe=env.recipe if env else "none", image=env.image if env else "minimal", status=status,
+        reasons=reasons, evidence=evidence, path=str(path), freeze_hash=builder.freeze_hash or "",
+        metrics=metrics, repair_attempts=attempts, steps=builder.records, size_bytes=size,
+        instruction_preview=_read(final.instruction), rubric=_read(final.rubric),
+        gate_status=report.verdict.value if report else "",
+    )
+
+
+def create_tasks_for_skill(store: ArtifactStore, skill: SkillRecord, plans: WorkflowPlanSet, axes: AxisSampleSet,
+                           gen: TaskGenerator, gate: GateFn, base_images: dict[str, str],
+                           settings: CreationSettings | None = None) -> tuple[TaskBundleSet, dict[str, GateReport]]:
+    """Every sampled variant of one skill becomes a candidate; returns the set and the gate reports by task."""
+    settings = settings or CreationSettings()
+    result = TaskBundleSet(skill_id=skill.skill_id, bundle_digest=skill.bundle_digest,
+                           source_commit=skill.source_commit,
+                           skill_md_path=str(Path(skill.abs_path) / skill.skill_file), generator=gen.kind,
+                           model=gen.model, prompt_version=gen.prompt_version)
+    workflows = {w.name: w for w in plans.workflows}
+    grounding = ground(skill)
+    reports: dict[str, GateReport] = {}
+    for sample in axes.samples[: settings.max_variants]:
+        workflow = workflows.get(sample.workflow)
+        if workflow is None:
+            log.warning("skill=%s variant=%d names unknown workflow %s", skill.skill_id, sample.variant,
+                        sample.workflow)
+            continue
+        ctx = make_context(skill, workflow, sample, base_images, task_name(skill, sample), grounding)
+        bundle, report = create_task(store, ctx, gen, gate, settings)
+        result.bundles.append(bundle)
+        if report is not None:
+            reports[bundle.task_name] = report
+    if not result.bundles:
+        result.skipped_reason = ReasonCode.NOT_ELIGIBLE
+    return result, reports
