@@ -69,9 +69,9 @@ def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.Asset
         code_version=plans_code_version(prompts_folder), group_name="planning",
     )
     def workflow_plans(context: dg.AssetExecutionContext, llm: LLMResource,
-                       store: ArtifactStoreResource) -> dg.MaterializeResult:
+                       artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
         """Up to eight ranked, grounded workflows for one eligible skill (offline or LLM generator)."""
-        key, st = context.partition_key, store.store()
+        key, st = context.partition_key, artifacts.store()
         skill = st.load(SNAPSHOT, key, SkillRecord)
         if (reason := ineligibility(skill)) is not None:
             return _skip(st, PLANS, key, reason.value, context.log)
@@ -96,9 +96,9 @@ def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.Asset
         code_version=f"{SAMPLER_VERSION}+{catalogue_digest()}", group_name="planning",
     )
     def axis_samples(context: dg.AssetExecutionContext, config: AxisSamplingConfig,
-                     store: ArtifactStoreResource) -> dg.MaterializeResult:
+                     artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
         """Seeded diversification axes per planned workflow/variant (same inputs, same sample)."""
-        key, st = context.partition_key, store.store()
+        key, st = context.partition_key, artifacts.store()
         if not st.exists(PLANS, key):
             return _skip(st, AXES, key, "not_eligible", context.log)
         plans = st.load(PLANS, key, WorkflowPlanSet)

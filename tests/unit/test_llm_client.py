@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from skill2env_dagster.llm import LLMClient, LLMConfig, Price
 from skill2env_dagster.reasons import LLMError, ReasonCode
-from support.fake_openai import FakeOpenAI, drop, malformed, rate_limit, schema_violation, server_error, slow
+from tests.support.fake_openai import FakeOpenAI, drop, malformed, rate_limit, schema_violation, server_error, slow
 
 SECRET = "sk-test-SECRET-0123456789"
 
