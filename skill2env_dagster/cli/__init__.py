@@ -10,6 +10,8 @@ import sys
 # Each module exposes register(subparsers) and sets `func` on its parser; add a name here to add a command.
 COMMAND_MODULES: tuple[str, ...] = (
     "crawl",
+    "gate",
+    "base_images",
     "ops",
 )
 

@@ -120,7 +120,7 @@ class Trial:
             nano_cpus=int(s.cpus * 1e9),
             tmpfs={"/tmp": f"size={s.tmp_mb}m", "/logs": f"size={s.logs_mb}m"},
             log_config={"type": "json-file", "config": {"max-size": "1m", "max-file": "1"}},
-            labels={LABEL: "1"},
+            labels={LABEL: s.run_id},
             working_dir=self.workdir or None,
             detach=True,
         )
@@ -165,7 +165,13 @@ class Trial:
         """
         assert self.container is not None
         cap = self.settings.output_cap_bytes
-        body = f'{prelude}\n{{ "$0"; echo $? > "$1.exit"; }} 2>&1 | head -c {cap} > "$1"\ncat "$1.exit"\n{epilogue}\nexit 0'
+        # Output goes through a fifo into `head -c`, and we wait for the script alone: processes it leaves behind
+        # may hold the fifo open forever, yet must not keep us waiting (the verifier reaps them later).
+        body = (
+            f'{prelude}\nrm -f "$1.fifo"; mkfifo "$1.fifo" || exit 97\n'
+            f'head -c {cap} < "$1.fifo" > "$1" 2>/dev/null &\n'
+            f'"$0" > "$1.fifo" 2>&1 < /dev/null; echo $?\n{epilogue}\nexit 0'
+        )
         fired = threading.Event()
 
         def _kill() -> None:

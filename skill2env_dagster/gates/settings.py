@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.gates.registry import LOCAL_REGISTRY
@@ -25,5 +27,8 @@ class GateSettings(BaseModel):
     timeout_cap_sec: float | None = Field(
         default=None, gt=0, description="Upper bound on the task's own timeouts (e.g. for quick local gating)."
     )
+    run_id: str = Field(
+        default_factory=lambda: uuid.uuid4().hex[:12],
+        description="Value of the `skill2env.gate` label on this run's containers (find or clean them up by it).",
+    )
     run_wrong: bool = Field(default=True, description="Run solution/wrong.sh when it exists.")
-    keep_images: bool = Field(default=True, description="Keep built task images as a cache keyed by environment digest.")

@@ -1,0 +1,128 @@
+"""Real gates in real containers: good tasks retained, one-defect tasks rejected with the right reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from skill2env_dagster.gates.runner import gate_task, run_gates
+from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.models.gate import CheckVerdict, GateVerdict
+from skill2env_dagster.reasons import ReasonCode
+
+from tests.docker.conftest import RUN_ID
+
+pytestmark = pytest.mark.docker
+SETTINGS = GateSettings(concurrency=2, run_id=RUN_ID)
+
+
+def _check(report, name):
+    return next(c for c in report.checks if c.name == name)
+
+
+@pytest.mark.parametrize("base", ["good_minimal", "good_python"])
+def test_good_task_is_retained(make_task, base):
+    report = gate_task(make_task(base=base), SETTINGS)
+    assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
+    assert report.reason is None
+    assert all(v == 1.0 for v in report.oracle.values()) and len(report.oracle) == 2
+    assert all(v == 0.0 for v in report.nop.values()) and len(report.nop) == 2
+    assert all(c.verdict is CheckVerdict.PASS for c in report.checks)
+
+
+def test_wrong_solution_scores_below_one(make_task):
+    report = gate_task(make_task(), SETTINGS)
+    assert report.wrong == {"format": 1.0, "correct": 0.0}
+    assert _check(report, "wrong_solution").verdict is CheckVerdict.PASS
+
+
+@pytest.mark.parametrize(
+    ("overlay", "reason", "check"),
+    [
+        ("oracle_partial", ReasonCode.ORACLE_FAILED, "oracle"),
+        ("nop_partial", ReasonCode.NOP_FAILED, "nop"),
+        ("checks_nothing", ReasonCode.NOP_FAILED, "nop"),
+        ("reward_out_of_range", ReasonCode.REWARD_INVALID, "oracle"),
+        ("too_many_metrics", ReasonCode.REWARD_INVALID, "oracle"),
+        ("reward_missing", ReasonCode.REWARD_MISSING, "oracle"),
+        ("reward_empty", ReasonCode.REWARD_EMPTY, "oracle"),
+        ("wrong_passes", ReasonCode.WRONG_SOLUTION_PASSED, "wrong_solution"),
+        ("prewritten_reward", ReasonCode.ORACLE_FAILED, "oracle"),
+    ],
+)
+def test_one_defect_is_rejected_with_its_reason(make_task, overlay, reason, check):
+    report = gate_task(make_task(overlay), SETTINGS)
+    assert report.verdict is GateVerdict.REJECTED
+    assert report.reason is reason, report.model_dump_json(indent=1)
+    assert _check(report, check).verdict is CheckVerdict.FAIL
+
+
+def test_unchanged_environment_is_not_rebuilt(make_task):
+    first = gate_task(make_task(name="a"), SETTINGS)
+    second = gate_task(make_task(name="b"), SETTINGS)
+    assert first.image == second.image
+    assert "cached" in _check(second, "build").evidence
+
+
+def test_build_failure_is_rejected(make_task):
+    task = make_task(name="badbuild")
+    dockerfile = task / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN exit 3\n")
+    report = gate_task(task, SETTINGS)
+    assert (report.verdict, report.reason) == (GateVerdict.REJECTED, ReasonCode.BUILD_FAILED)
+
+
+def test_no_engine_is_infra_failed_not_pass(make_task):
+    report = gate_task(make_task(), GateSettings(docker_url="tcp://127.0.0.1:9", run_id=RUN_ID))
+    assert report.verdict is GateVerdict.INFRA_FAILED
+    assert report.reason is ReasonCode.DOCKER_UNAVAILABLE
+    assert _check(report, "runtime").verdict is CheckVerdict.ERROR
+
+
+@pytest.mark.parametrize(
+    ("overlay", "reason"),
+    [
+        ("hanging", ReasonCode.ORACLE_TIMEOUT),
+        ("fork_bomb", ReasonCode.ORACLE_TIMEOUT),
+        ("disk_fill", ReasonCode.ORACLE_TIMEOUT),
+        ("network", ReasonCode.ORACLE_FAILED),  # the network attempt fails, so the solution writes 0
+        ("output_flood", None),  # the capped log stops `yes`; the task then solves and is retained
+    ],
+)
+def test_hostile_solution_is_contained(make_task, docker_client, overlay, reason):
+    task = make_task(overlay)
+    start = time.monotonic()
+    report = gate_task(task, SETTINGS)
+    elapsed = time.monotonic() - start
+    assert report.reason is reason, report.model_dump_json(indent=1)
+    oracle = _check(report, "oracle")
+    assert oracle.seconds < 4.0 + 5.0, f"oracle verdict took {oracle.seconds:.1f}s (timeout 4 s + 5 s)"
+    assert elapsed < 4.0 + 5.0 + 15.0
+    # The host is unaffected: the engine still answers and a good task still gates normally.
+    assert docker_client.ping()
+
+
+def test_hostile_tasks_in_parallel_do_not_disturb_a_good_one(make_task):
+    tasks = [make_task("fork_bomb"), make_task("output_flood"), make_task(name="good")]
+    reports = run_gates(tasks, GateSettings(concurrency=3, run_id=RUN_ID))
+    assert [r.reason for r in reports] == [ReasonCode.ORACLE_TIMEOUT, None, None]
+    assert reports[2].verdict is GateVerdict.RETAINED
+
+
+def test_cli_contract(make_task, tmp_path):
+    good, bad = make_task(name="good"), make_task("checks_nothing")
+    out = tmp_path / "reports.json"
+    cmd = [sys.executable, "-c", "from skill2env_dagster.cli import main; raise SystemExit(main())",
+           "gate", str(good), str(bad), "--json", str(out), "--concurrency", "2"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    data = json.loads(out.read_text())
+    assert [d["verdict"] for d in data] == ["retained", "rejected"]
+    assert data[1]["reason"] == "nop_failed"
+    assert set(data[0]) >= {"task", "verdict", "reason", "checks", "oracle", "nop"}
+    one = subprocess.run(cmd[:4] + [str(good), "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert one.returncode == 0, one.stderr
