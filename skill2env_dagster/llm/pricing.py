@@ -16,11 +16,6 @@ def call_cost(prices: Mapping[str, Price], model: str, prompt_tokens: int, compl
     return (prompt_tokens * price.input_per_mtok + completion_tokens * price.output_per_mtok) / 1_000_000
 
 
-def add_usage(*usages: Usage) -> Usage:
-    """Sum usages (per materialisation metadata)."""
-    return sum_usage(usages)
-
-
 def sum_usage(usages: Iterable[Usage]) -> Usage:
     total = Usage()
     for u in usages:
