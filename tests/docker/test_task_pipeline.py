@@ -1,0 +1,121 @@
+"""Task creation end to end on the real engine: every recipe passes both gates on two example skills, a freeze
+violation is caught by the gates, and the repair loop fixes a broken first solution without touching grading."""
+
+from __future__ import annotations
+
+import pytest
+
+from skill2env_dagster.gates.base_images import load_base_images
+from skill2env_dagster.gates.runner import gate_task
+from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.models.gate import GateVerdict
+from skill2env_dagster.models.task_toml import TaskToml
+from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.store import ArtifactStore
+from skill2env_dagster.tasks.generator import OfflineGenerator
+from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
+from tests.unit.task_helpers import ARCHETYPES, plans_and_axes, skill_from_dir
+
+pytestmark = pytest.mark.docker
+SETTINGS = GateSettings()
+
+
+def _gate(path):
+    return gate_task(path, SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def created(docker_client, examples_dir, tmp_path_factory):
+    """Both skills, one candidate per recipe (6 each)."""
+    store = ArtifactStore(tmp_path_factory.mktemp("store"))
+    out = {}
+    for name in ("log-triage-awk", "inventory-api-client"):
+        skill = skill_from_dir(examples_dir / name)
+        plans, axes = plans_and_axes(skill, ARCHETYPES)
+        out[name] = create_tasks_for_skill(store, skill, plans, axes, OfflineGenerator(), _gate, load_base_images())
+    return store, out
+
+
+def test_every_recipe_passes_both_gates_on_two_skills(created):
+    _, out = created
+    for name, (result, reports) in out.items():
+        assert [b.status for b in result.bundles] == ["retained"] * len(ARCHETYPES), (
+            name, [(b.task_name, b.reasons, b.evidence) for b in result.bundles])
+        combos = {(b.axes.archetype, b.axes.primary_verifier_pattern) for b in result.retained()}
+        assert len(combos) >= 5 if name == "log-triage-awk" else len(combos) >= 4
+        for b in result.bundles:
+            r = reports[b.task_name]
+            assert all(v == 1.0 for v in r.oracle.values()) and all(v == 0.0 for v in r.nop.values())
+            assert r.wrong is not None and not all(v == 1.0 for v in r.wrong.values())
+
+
+def test_metadata_and_regate_from_published_folder(created):
+    _, out = created
+    result, _ = out["inventory-api-client"]
+    b = result.retained()[0]
+    meta = TaskToml.from_toml((__import__("pathlib").Path(b.path) / "task.toml").read_text()).metadata
+    for key in ("source_skill", "source", "source_commit", "source_bundle_digest", "workflow", "archetype",
+                "primary_verifier_pattern", "complexity", "persona", "tone", "expertise", "freeze_hash",
+                "generator", "model", "prompt_version", "base_image_pins"):
+        assert key in meta, key
+    assert meta["source_skill"] == result.skill_id
+    assert _gate(b.path).verdict is GateVerdict.RETAINED
+
+
+def test_freeze_violation_is_caught(created):
+    _, out = created
+    result, _ = out["log-triage-awk"]
+    b = result.retained()[0]
+    test_sh = __import__("pathlib").Path(b.path) / "tests" / "test.sh"
+    original = test_sh.read_text()
+    try:
+        test_sh.write_text(original.replace("m_header_ok=1", "m_header_ok=1 # loosened") + "\n# edited\n")
+        report = _gate(b.path)
+        assert report.verdict is GateVerdict.REJECTED
+        assert report.reason is ReasonCode.GRADING_MODIFIED
+    finally:
+        test_sh.write_text(original)
+
+
+class BrokenFirst(OfflineGenerator):
+    """Writes a solution that does nothing first; the repair (with the gate's evidence) gets the real one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.evidence: list[str] = []
+
+    def solution(self, ctx, evidence):
+        self.evidence.append(evidence)
+        if len(self.evidence) == 1:
+            return {"solve.sh": "#!/bin/bash\necho 'first draft: forgot the work'\n"}
+        return super().solution(ctx, evidence)
+
+
+def test_repair_loop_fixes_solution_only(docker_client, examples_dir, tmp_path):
+    skill = skill_from_dir(examples_dir / "log-triage-awk")
+    plans, axes = plans_and_axes(skill, ["audit_report"])
+    gen = BrokenFirst()
+    result, reports = create_tasks_for_skill(ArtifactStore(tmp_path), skill, plans, axes, gen, _gate,
+                                             load_base_images(), CreationSettings(max_repairs=2))
+    b = result.bundles[0]
+    assert b.status == "retained", b.evidence
+    assert b.repair_attempts == 1
+    assert "oracle" in gen.evidence[1] and "oracle_failed" in gen.evidence[1]
+    freeze_notes = [s.note for s in b.steps if s.step == "freeze"]
+    assert freeze_notes == [b.freeze_hash]
+    assert [s.step for s in b.steps].count("solution") == 2
+
+
+def test_repair_budget_exhausted_is_rejected_with_evidence(docker_client, examples_dir, tmp_path):
+    class AlwaysBroken(OfflineGenerator):
+        def solution(self, ctx, evidence):
+            return {"solve.sh": "#!/bin/bash\ntrue\n"}
+
+    skill = skill_from_dir(examples_dir / "log-triage-awk")
+    plans, axes = plans_and_axes(skill, ["build_to_spec"])
+    store = ArtifactStore(tmp_path)
+    result, _ = create_tasks_for_skill(store, skill, plans, axes, AlwaysBroken(), _gate, load_base_images(),
+                                       CreationSettings(max_repairs=1))
+    b = result.bundles[0]
+    assert b.status == "rejected" and b.reasons == [ReasonCode.ORACLE_FAILED]
+    assert "/rejected/" in b.path and (__import__("pathlib").Path(b.path) / "rejection.json").is_file()
