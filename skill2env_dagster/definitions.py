@@ -9,11 +9,13 @@ from typing import Any
 import dagster as dg
 
 from skill2env_dagster.assets.automation import build_change_sensor, build_crawl_schedule
+from skill2env_dagster.assets.plans import axis_samples, workflow_plans
 from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
+from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 
-SKILL_ASSETS: list[Any] = [skillhub_snapshot]
+SKILL_ASSETS: list[Any] = [skillhub_snapshot, workflow_plans, axis_samples]
 GLOBAL_ASSETS: list[Any] = [skillhub_crawl]
 CHECKS: list[Any] = []
 
@@ -24,6 +26,7 @@ def default_resources() -> dict[str, Any]:
     return {
         "artifacts": artifacts,
         "skillhub": SkillHubResource(sources_file=os.environ.get("S2E_SOURCES", "")),
+        "llm": LLMResource.from_env(),
     }
 
 

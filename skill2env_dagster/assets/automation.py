@@ -1,8 +1,8 @@
 """Nightly crawl schedule and the sensor that sends new and changed skills (only those) down the pipeline."""
 
-from __future__ import annotations
 
 import json
+from typing import Any
 
 import dagster as dg
 
@@ -13,7 +13,7 @@ from skill2env_dagster.skillhub.snapshot import diff_snapshots
 NIGHTLY_CRON = "0 2 * * *"
 
 
-def build_crawl_schedule(crawl_job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDefinition:
+def build_crawl_schedule(crawl_job: Any) -> dg.ScheduleDefinition:
     return dg.ScheduleDefinition(
         name="nightly_skillhub_crawl",
         job=crawl_job,
@@ -25,7 +25,7 @@ def build_crawl_schedule(crawl_job: dg.UnresolvedAssetJobDefinition) -> dg.Sched
 
 
 def build_change_sensor(
-    pipeline_job: dg.UnresolvedAssetJobDefinition, snapshot_job: dg.UnresolvedAssetJobDefinition
+    pipeline_job: Any, snapshot_job: Any
 ) -> dg.SensorDefinition:
     """Cursor = last snapshot id handled. A new snapshot is diffed against it: eligible new/changed skills get a
     full pipeline run, other new/changed skills only a snapshot refresh (to record their new verdict)."""

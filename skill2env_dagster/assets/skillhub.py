@@ -1,6 +1,5 @@
 """SkillHub stage: the crawl (unpartitioned), the raw SKILL.md lineage root, and the per-skill snapshot."""
 
-from __future__ import annotations
 
 import hashlib
 from pathlib import Path

@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.loader import LoadingContextForTest
 
 from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
 from skill2env_dagster.definitions import build_defs
@@ -47,7 +48,7 @@ def _snapshot(resources, instance, key):
 def _stale(instance, resources, key):
     defs = build_defs(resources)
     graph = defs.resolve_asset_graph()
-    resolver = CachingStaleStatusResolver(instance, graph)
+    resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
     return resolver.get_status(dg.AssetKey("skillhub_snapshot"), key)
 
 
@@ -106,7 +107,9 @@ def test_change_sensor_requests_exactly_new_and_changed(setup):
     again = sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor))
     assert isinstance(again, dg.SkipReason)
     write_skill(hub, "log-counter", body="A changed body that counts 4xx codes per hour with awk.")
-    write_skill(hub, "new-skill", body="Rename image files by EXIF date with a dry-run mode and a collision rule.")
+    write_skill(hub, "new-skill", body="Rename image files by EXIF date: read `DateTimeOriginal`, format it as "
+                "`YYYY-MM-DD_HHMMSS.jpg`, keep a dry-run mode that prints `old -> new`, and on a name collision "
+                "append `-1`, `-2`. Run `exiftool -d %Y%m%d photo.jpg` to check one file first.")
     (hub / "pirate").mkdir()
     (hub / "pirate" / "SKILL.md").write_text("no description and nothing")
     _crawl(resources, instance)

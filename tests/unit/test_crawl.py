@@ -22,7 +22,11 @@ def _by_name(result):
 def test_bad_inputs_get_a_status_and_reason(tmp_path):
     hub = make_hub(tmp_path / "hub")
     (hub / "no-fm").mkdir()
-    (hub / "no-fm" / "SKILL.md").write_text("# No FM\n\ndescription: Works without frontmatter.\n\nRun `ls`.\n")
+    (hub / "no-fm" / "SKILL.md").write_text(
+        "# No FM\n\ndescription: Count words per chapter of a Markdown book.\n\n## Steps\n\n"
+        "Split the book on `## ` headings, count words with `wc -w`, and write `counts.csv` with the columns "
+        "`chapter,words`. Chapters under 100 words are flagged as stubs in a third column.\n"
+    )
     (hub / "bad-yaml").mkdir()
     (hub / "bad-yaml" / "SKILL.md").write_text("---\nname: bad-yaml\ndescription: a: b: c\n---\nbody\n")
     (hub / "binary").mkdir()
