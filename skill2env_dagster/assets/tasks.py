@@ -22,10 +22,17 @@ from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore, canonical_json, sha256_bytes
 from skill2env_dagster.tasks import recipes
 from skill2env_dagster.tasks.generator import OfflineGenerator
-from skill2env_dagster.tasks.pipeline import create_tasks_for_skill
+from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
 
 SNAPSHOT, PLANS, AXES = "skillhub_snapshot", "workflow_plans", "axis_samples"
 TASKS, GATES = "task_bundles", "gate_reports"
+
+
+class TaskCreationConfig(dg.Config):
+    max_variants: int = 8
+    max_repairs: int = 2
+
+
 FROZEN_CHECK, PASS_CHECK = "retained_tasks_frozen", "retained_tasks_pass_gates"
 
 
@@ -86,7 +93,7 @@ def _skip(store: ArtifactStore, key: str, reason: str) -> dg.Output | dg.Materia
     check_specs=[dg.AssetCheckSpec(FROZEN_CHECK, asset=TASKS, blocking=True,
                                    description="Retained tasks are unchanged since their freeze.")],
 )
-def task_bundles(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource,
+def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, artifacts: ArtifactStoreResource,
                  docker: DockerResource) -> dg.MaterializeResult:
     """Harbor task folders for one skill: created in frozen order, gated on the real engine, solution-repaired."""
     key, store = context.partition_key, artifacts.store()
@@ -94,8 +101,9 @@ def task_bundles(context: dg.AssetExecutionContext, artifacts: ArtifactStoreReso
     if skill.status is not SkillStatus.ELIGIBLE or not store.exists(PLANS, key) or not store.exists(AXES, key):
         return _skip(store, key, "not_eligible")
     plans, axes = store.load(PLANS, key, WorkflowPlanSet), store.load(AXES, key, AxisSampleSet)
+    settings = CreationSettings(max_repairs=config.max_repairs, max_variants=config.max_variants)
     result, _ = create_tasks_for_skill(store, skill, plans, axes, OfflineGenerator(), docker.gate,
-                                       docker.base_images())
+                                       docker.base_images(), settings)
     digest = store.save(TASKS, key, result)
     context.log.info(f"task_bundles skill={key} created={len(result.bundles)} retained={len(result.retained())}")
     return dg.MaterializeResult(data_version=dg.DataVersion(digest[:24]), metadata=_bundle_metadata(result),

@@ -13,6 +13,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gate",
     "base_images",
     "ops",
+    "demo",
+    "probe",
 )
 
 

@@ -1,0 +1,136 @@
+"""`skill2env demo [--out DIR]`: crawl → snapshot → plans → axes → task bundles → gates on examples/skillhub,
+through Dagster with a persistent instance (so the runs show in `dagster dev`), then a funnel and an export of
+every retained task to DIR/tasks/<task>/ (each a complete Harbor task)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TASK_STEPS = ["skillhub_snapshot", "workflow_plans", "axis_samples", "task_bundles", "gate_reports"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="run the whole pipeline on examples/skillhub through Dagster (real Docker)")
+    p.add_argument("--out", type=Path, default=Path("out/demo"), help="output folder (default out/demo)")
+    p.add_argument("--max-variants", type=int, default=2, help="task variants per skill (default 2)")
+    p.add_argument("--only", nargs="*", default=None, help="restrict to these skill ids (after the crawl)")
+    p.add_argument("--skip-docker-up", action="store_true", help="do not run scripts/docker-up.sh first")
+    p.set_defaults(func=run)
+
+
+def _infra(skip: bool) -> None:
+    from skill2env_dagster.gates.base_images import ensure_base_images
+
+    if not skip:
+        done = subprocess.run(["bash", str(REPO / "scripts" / "docker-up.sh")], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"scripts/docker-up.sh failed:\n{done.stderr[-2000:]}")
+    ensure_base_images()
+
+
+def _resources(out: Path) -> dict:
+    from skill2env_dagster.resources.docker import DockerResource
+    from skill2env_dagster.resources.llm import LLMResource
+    from skill2env_dagster.resources.skillhub import SkillHubResource
+    from skill2env_dagster.resources.store import ArtifactStoreResource
+
+    sources = out / "sources.yaml"
+    sources.write_text(f"sources:\n  - name: examples\n    kind: dir\n    path: {REPO / 'examples' / 'skillhub'}\n"
+                       f"    priority: 10\nsettings:\n  cache_dir: {out / 'git-cache'}\n")
+    return {"artifacts": ArtifactStoreResource(root=str(out / "artifacts")),
+            "skillhub": SkillHubResource(sources_file=str(sources)),
+            "llm": LLMResource(), "docker": DockerResource()}
+
+
+def _assets() -> list:
+    from skill2env_dagster.assets.plans import build_plan_assets
+    from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
+    from skill2env_dagster.assets.tasks import TASK_ASSETS
+
+    return [raw_skill_md, skillhub_crawl, skillhub_snapshot, *build_plan_assets(), *TASK_ASSETS]
+
+
+def _materialize(out: Path, max_variants: int, only: list[str] | None) -> list[str]:
+    import dagster as dg
+
+    home = Path(os.environ.get("DAGSTER_HOME") or out / "dagster_home").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["DAGSTER_HOME"] = str(home)
+    instance = dg.DagsterInstance.get()
+    assets, resources = _assets(), _resources(out)
+    dg.materialize(assets, selection=["skillhub_crawl"], instance=instance, resources=resources)
+    keys = [k for k in instance.get_dynamic_partitions("skills") if only is None or k in only]
+    config = {"ops": {"task_bundles": {"config": {"max_variants": max_variants}}}}
+    failed = []
+    for key in sorted(keys):
+        res = dg.materialize(assets, selection=TASK_STEPS, partition_key=key, instance=instance,
+                             resources=resources, run_config=config, raise_on_error=False)
+        if not res.success:
+            failed.append(key)
+    return failed
+
+
+def _funnel(out: Path, failed: list[str]) -> dict:
+    from skill2env_dagster.models.skill import SkillRecord
+    from skill2env_dagster.models.task import TaskBundleSet, TaskGateReports
+    from skill2env_dagster.store import ArtifactStore
+
+    store = ArtifactStore(out / "artifacts")
+    skills = store.load_all("skillhub_snapshot", SkillRecord)
+    bundles = store.load_all("task_bundles", TaskBundleSet)
+    gates = store.load_all("gate_reports", TaskGateReports)
+    screened = Counter(r.value for s in skills.values() if s.status.value == "screened_out" for r in s.reasons)
+    created = [b for s in bundles.values() for b in s.bundles]
+    rejected = Counter(r.value for b in created if b.status != "retained" for r in b.reasons)
+    verified = {name for g in gates.values() for name, r in g.reports.items() if r.verdict.value == "retained"}
+    return {
+        "skills_crawled": len(skills),
+        "screened_out_by_reason": dict(screened),
+        "duplicates": sum(s.status.value == "duplicate" for s in skills.values()),
+        "invalid": sum(s.status.value == "invalid" for s in skills.values()),
+        "planned": len(store.keys("workflow_plans")),
+        "created": len(created),
+        "retained": len(verified),
+        "rejected_by_reason": dict(rejected),
+        "failed_partitions": failed,
+        "_retained_paths": sorted(b.path for b in created if b.task_name in verified),
+    }
+
+
+def _export(paths: list[str], dest: Path) -> list[str]:
+    from skill2env_dagster.store import atomic_replace_dir
+
+    dest.mkdir(parents=True, exist_ok=True)
+    names = []
+    for p in paths:
+        staging = dest / f".{Path(p).name}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(p, staging, symlinks=True)
+        atomic_replace_dir(staging, dest / Path(p).name)
+        names.append(Path(p).name)
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    _infra(args.skip_docker_up)
+    failed = _materialize(out, args.max_variants, args.only)
+    funnel = _funnel(out, failed)
+    funnel["exported"] = _export(funnel.pop("_retained_paths"), out / "tasks")
+    funnel["tasks_dir"] = str(out / "tasks")
+    funnel["dagster_home"] = os.environ["DAGSTER_HOME"]
+    print(json.dumps(funnel, indent=2))
+    return 0 if funnel["exported"] and not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(run(argparse.ArgumentParser().parse_args()))
