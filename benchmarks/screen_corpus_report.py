@@ -1,0 +1,93 @@
+"""Screen the shared corpus of real skills and compare with its manual quirk tags.
+
+Prints per-code counts, precision/recall of needs_external_account / needs_live_service / needs_hardware /
+persona_only against the manifest tags (needs_credentials:, needs_live_service:, needs_hardware:, persona_only),
+every malicious/harmful hit (the corpus is benign: each one is a false positive), and the screening speed.
+
+    .venv/bin/python benchmarks/screen_corpus_report.py [--corpus ../shared/corpus] [--show CODE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+from skill2env_dagster.skillhub.parse import parse_skill_md
+from skill2env_dagster.skillhub.screen import BLOCKING_CODES, ScreenSettings, screen_skill
+
+REPO = Path(__file__).resolve().parents[1]
+TAG_TO_CODE = {
+    "needs_credentials": "needs_external_account",
+    "needs_live_service": "needs_live_service",
+    "needs_hardware": "needs_hardware",
+    "persona_only": "persona_only",
+}
+SKILL_FILES = ("SKILL.md", "skill.md", "Skill.md")
+
+
+def read_skill(folder: Path) -> tuple[dict[str, str], dict, str]:
+    """Text files of a skill (nested sub-skills excluded), parsed frontmatter and body."""
+    nested = {p.parent for p in folder.rglob("*") if p.name in SKILL_FILES and p.parent != folder}
+    texts: dict[str, str] = {}
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file() or any(n in p.parents for n in nested):
+            continue
+        try:
+            texts[p.relative_to(folder).as_posix()] = p.read_text(encoding="utf-8-sig")
+        except (UnicodeDecodeError, OSError):
+            continue
+    skill_file = next((n for n in SKILL_FILES if n in texts), "SKILL.md")
+    parsed = parse_skill_md(texts.get(skill_file, ""), folder.name)
+    return texts, parsed.frontmatter, parsed.body
+
+
+def expected_codes(quirks: list[str]) -> set[str]:
+    return {code for q in quirks for tag, code in TAG_TO_CODE.items() if q == tag or q.startswith(tag + ":")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
+    ap.add_argument("--show", action="append", default=[], help="print findings of this code")
+    args = ap.parse_args()
+    manifest = json.loads((args.corpus / "manifest.json").read_text())
+    settings = ScreenSettings()
+    counts: Counter[str] = Counter()
+    results: list[tuple[str, set[str], set[str], list]] = []
+    t0 = time.perf_counter()
+    for entry in manifest:
+        texts, fm, body = read_skill(args.corpus / "skills" / entry["id"])
+        findings = screen_skill(texts, fm, body, settings)
+        got = {f.code.value for f in findings}
+        counts.update(got)
+        results.append((entry["id"], expected_codes(entry["quirks"]), got, findings))
+    elapsed = time.perf_counter() - t0
+    print(f"screened {len(results)} skills in {elapsed:.2f} s ({len(results) / elapsed:.1f} skills/s)")
+    blocked = sum(1 for _, _, got, _ in results if got & {c.value for c in BLOCKING_CODES})
+    print(f"screened out (any blocking code): {blocked}/{len(results)}")
+    print("\nper-code counts:")
+    for code, n in counts.most_common():
+        print(f"  {code:24s} {n}")
+    print("\nagainst manual tags:            tp  fp  fn  precision  recall")
+    for code in TAG_TO_CODE.values():
+        tp = sum(1 for _, exp, got, _ in results if code in exp and code in got)
+        fp = sum(1 for _, exp, got, _ in results if code not in exp and code in got)
+        fn = sum(1 for _, exp, got, _ in results if code in exp and code not in got)
+        prec = f"{tp / (tp + fp):.2f}" if tp + fp else "n/a"
+        rec = f"{tp / (tp + fn):.2f}" if tp + fn else "n/a"
+        print(f"  {code:28s} {tp:3d} {fp:3d} {fn:3d}  {prec:>9s}  {rec:>6s}")
+        for sid, exp, got, _ in results:
+            if (code in got) != (code in exp):
+                print(f"      {'FP' if code in got else 'FN'} {sid}")
+    for code in ["malicious", "harmful", *args.show]:
+        hits = [(sid, f) for sid, _, _, fs in results for f in fs if f.code.value == code]
+        print(f"\n{code} hits on the corpus: {len(hits)}")
+        for sid, f in hits:
+            print(f"  {sid} {f.rule} {f.file}:{f.line} {f.text[:110]}")
+
+
+if __name__ == "__main__":
+    main()

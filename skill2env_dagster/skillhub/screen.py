@@ -1,0 +1,279 @@
+"""Screening engine: which skills cannot become an offline RL task, and the evidence for each verdict.
+
+`screen_skill` applies the rule book in data/screening_rules.yaml (read that file for the rules and the policy)
+to every text file of one skill and returns Findings. It never raises on odd input: a skill with unreadable
+frontmatter is still screened (a malformed skill can still be malicious), and reasons accumulate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skill2env_dagster.models.skill import Finding
+from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.skillhub.rules import CompiledBook, CompiledRule, load_rule_book
+from skill2env_dagster.skillhub.screen_context import FileContext, build_context, suppressed_as_quotation
+from skill2env_dagster.skillhub.screen_licence import is_allowed, resolve_licence
+
+__all__ = ["BLOCKING_CODES", "INFO_CODES", "ScreenSettings", "blocking_codes", "screen_skill"]
+
+DEFAULT_LICENCE_ALLOW = ("MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "CC-BY-4.0", "CC0-1.0",
+                         "Unlicense", "MPL-2.0")
+
+# Codes screen_skill may return that take a skill out of the pipeline ...
+BLOCKING_CODES: frozenset[ReasonCode] = frozenset({
+    ReasonCode.NEEDS_EXTERNAL_ACCOUNT, ReasonCode.NEEDS_LIVE_SERVICE, ReasonCode.NEEDS_HARDWARE,
+    ReasonCode.OS_OR_GUI_SPECIFIC, ReasonCode.PERSONA_ONLY, ReasonCode.NO_ACTIONABLE_CONTENT,
+    ReasonCode.LICENCE_NOT_ALLOWED, ReasonCode.MALICIOUS, ReasonCode.HARMFUL,
+})
+# ... and codes that are recorded as evidence only.
+INFO_CODES: frozenset[ReasonCode] = frozenset({ReasonCode.LICENCE_UNKNOWN, ReasonCode.STANDIN_POSSIBLE})
+
+_SKILL_FILE = re.compile(r"(?i)^skill\.md$")
+_URL = re.compile(r"https?://([^\s'\"`)<>|]+)", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
+_SECOND_LEVEL = frozenset({"co", "com", "org", "net", "ac", "gov", "edu"})
+_IDENTITY_STRIP = re.compile(r"[^a-z0-9]+")
+_HEADING_LINE = re.compile(r"(?m)^\s{0,3}#{1,6}\s.*$")
+
+
+class ScreenSettings(BaseModel):
+    """What the screen accepts; part of the crawl config."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    licence_allow: list[str] = Field(default_factory=lambda: list(DEFAULT_LICENCE_ALLOW),
+                                     description="SPDX ids of licences whose skills may be used.")
+    unknown_licence_policy: Literal["record", "block", "ignore"] = Field(
+        default="record", description="record: licence_unknown finding, not blocking; block: licence_not_allowed; "
+        "ignore: no finding.")
+    allow_standins: bool = Field(default=True, description="Waive needs_live_service for a documented local API "
+                                 "without credentials (rule book `standin`), recording standin_possible instead.")
+    rules_path: str | None = Field(default=None, description="Alternative rule book; default: the packaged one.")
+
+
+def blocking_codes(findings: list[Finding]) -> list[ReasonCode]:
+    """The distinct blocking codes among findings, sorted: what makes a skill `screened_out`."""
+    return sorted({f.code for f in findings if f.code in BLOCKING_CODES}, key=lambda c: c.value)
+
+
+def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: ScreenSettings) -> list[Finding]:
+    """Screen one skill: line rules over every text file, document checks, licence and the stand-in policy."""
+    book = load_rule_book(Path(settings.rules_path) if settings.rules_path else None)
+    fm = frontmatter if isinstance(frontmatter, dict) else {}
+    skill_file = next((p for p in sorted(texts) if _SKILL_FILE.match(p)), "SKILL.md")
+    identity = _IDENTITY_STRIP.sub("", f"{fm.get('name', '')} {fm.get('description', '')}".lower())
+    hits = _line_hits(texts, skill_file, book, identity)
+    findings = _score(hits, book)
+    findings += _document_checks(texts, body or "", skill_file, book)
+    findings = _apply_standin_policy(findings, texts, skill_file, book, settings)
+    findings += _licence_findings(texts, fm, skill_file, book, settings)
+    return findings
+
+
+# ------------------------------------------------------------------------------------------------ line rules
+def _line_hits(texts: dict[str, str], skill_file: str, book: CompiledBook,
+               identity: str) -> dict[str, list[tuple[float, Finding]]]:
+    """rule id -> [(file weight, finding)] for every hit that survives unless/near/trusted/quotation filters."""
+    hits: dict[str, list[tuple[float, Finding]]] = defaultdict(list)
+    for path in sorted(texts):
+        if book.skip_files.search(path) or not texts[path]:
+            continue
+        ctx = build_context(path, texts[path], book)
+        for rule in book.rules:
+            weight = 1.0 if path == skill_file else book.book.scoring[rule.rule.code].other_files
+            for f in _rule_hits_in_file(rule, ctx, book, identity):
+                hits[rule.rule.id].append((weight, f))
+    return hits
+
+
+def _rule_hits_in_file(rule: CompiledRule, ctx: FileContext, book: CompiledBook, identity: str):
+    found = 0
+    for i, start, end, matched in _matches(rule, ctx):
+        if not _hit_survives(rule, ctx, i, start, end, matched, book, identity):
+            continue
+        yield Finding(code=rule.rule.code, rule=rule.rule.id, file=ctx.path, line=ctx.orig_line[i],
+                      text=_excerpt(ctx.lines[i], start, end))
+        found += 1
+        if found >= book.book.max_findings_per_rule:
+            return
+
+
+def _matches(rule: CompiledRule, ctx: FileContext):
+    """(line index, start, end, text) of the first match per line; only trigger lines are searched."""
+    if rule.triggers:
+        lines = ctx.candidate_lines(rule.triggers, rule.rule.near_window)
+    else:
+        lines = sorted({ctx.line_index(m.start()) for m in rule.rx.finditer(ctx.scan_text)})
+    for i in lines:
+        m = rule.rx.search(ctx.lines[i])
+        if m:
+            yield i, m.start(), m.end(), m.group(0)
+
+
+def _hit_survives(rule: CompiledRule, ctx: FileContext, i: int, start: int, end: int, matched: str,
+                  book: CompiledBook, identity: str) -> bool:
+    line = ctx.lines[i]
+    if rule.unless is not None and rule.unless.search(line):
+        return False
+    if rule.near and not _near_ok(rule, ctx, i):
+        return False
+    if rule.rule.trusted_hosts and _all_hosts_trusted(matched, line, book, identity):
+        return False
+    if rule.rule.quotable and suppressed_as_quotation(ctx, i, start, end, book, book.book.context.window):
+        return False
+    return True
+
+
+def _near_ok(rule: CompiledRule, ctx: FileContext, i: int) -> bool:
+    w = rule.rule.near_window
+    window = "\n".join(ctx.lines[max(0, i - w): i + w + 1])
+    return all(rx.search(window) for rx in rule.near)
+
+
+def _all_hosts_trusted(matched: str, line: str, book: CompiledBook, identity: str) -> bool:
+    """Pipe-to-shell from an official or the vendor's own installer host is tolerated; no URL (a variable) is not."""
+    urls = _URL.findall(matched) or _URL.findall(line)
+    if not urls:
+        return False
+    for u in urls:
+        parts = urlsplit("https://" + u)
+        host = parts.hostname or ""
+        if not (_host_trusted(host + parts.path, book.trusted_hosts)
+                or book.book.vendor_host_matches_skill and _vendor_host(host, identity)):
+            return False
+    return True
+
+
+def _host_trusted(where: str, trusted: tuple[str, ...]) -> bool:
+    """Entries without a path trust the host and its subdomains; entries with a path trust that path prefix."""
+    host = where.split("/", 1)[0]
+    for h in trusted:
+        if "/" in h and (where == h or where.startswith(h + "/")):
+            return True
+        if "/" not in h and (host == h or host.endswith("." + h)):
+            return True
+    return False
+
+
+def _vendor_host(host: str, identity: str) -> bool:
+    """The host's registrable label (lambdalabs for lambdalabs.com, example for x.example.co.uk) names the skill."""
+    labels = [x for x in host.lower().split(".") if x]
+    if len(labels) < 2 or all(x.isdigit() for x in labels):
+        return False
+    core = labels[-3] if len(labels) >= 3 and labels[-2] in _SECOND_LEVEL else labels[-2]
+    core = core.replace("-", "")
+    return len(core) >= 4 and core in identity
+
+
+def _excerpt(line: str, start: int, end: int) -> str:
+    """The matched line, trimmed around the match to at most 200 characters."""
+    text = line.strip()
+    if len(text) <= 200:
+        return text
+    lo = max(0, start - 60)
+    return line[lo:lo + 200].strip()
+
+
+def _score(hits: dict[str, list[tuple[float, Finding]]], book: CompiledBook) -> list[Finding]:
+    """Keep the findings of codes whose summed rule weights reach the code's threshold."""
+    weights = {r.rule.id: r.rule.weight for r in book.rules}
+    score: dict[ReasonCode, float] = defaultdict(float)
+    for rule_id, items in hits.items():
+        score[items[0][1].code] += weights[rule_id] * max(w for w, _ in items)
+    out: list[Finding] = []
+    for rule_id, items in hits.items():
+        code = items[0][1].code
+        if score[code] + 1e-9 >= book.book.scoring[code].threshold:
+            out.extend(f for _, f in items)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ document checks
+def _document_checks(texts: dict[str, str], body: str, skill_file: str, book: CompiledBook) -> list[Finding]:
+    docs = book.book.document_checks
+    actionable = _actionable_count(texts, body, skill_file, book)
+    out: list[Finding] = []
+    persona_lines = [ln for ln in body.split("\n") if book.persona_cues.search(ln)]
+    if len(persona_lines) >= docs.persona_only.min_persona_lines and actionable <= docs.persona_only.max_actionable:
+        out.append(Finding(code=ReasonCode.PERSONA_ONLY, rule="doc.persona_only", file=skill_file,
+                           line=_line_of(texts.get(skill_file, ""), persona_lines[0]),
+                           text=f"{len(persona_lines)} persona lines, {actionable} actionable signals: "
+                                f"{persona_lines[0].strip()}"[:200]))
+    words = len(_WORD.findall(_HEADING_LINE.sub(" ", body)))
+    if words <= docs.no_actionable_content.max_body_words and not book.code_fence.search(body) \
+            and not _support_files(texts, book):
+        out.append(Finding(code=ReasonCode.NO_ACTIONABLE_CONTENT, rule="doc.no_actionable_content",
+                           file=skill_file, line=0, text=f"body has {words} words, no code and no supporting files"))
+    return out
+
+
+def _actionable_count(texts: dict[str, str], body: str, skill_file: str, book: CompiledBook) -> int:
+    fences = len(book.code_fence.findall(body)) // 2
+    commands = len(book.inline_command.findall(body))
+    steps = len(book.numbered_step.findall(body))
+    return fences + commands + steps + len(_support_files(texts, book))
+
+
+def _support_files(texts: dict[str, str], book: CompiledBook) -> list[str]:
+    return [p for p in texts if book.support_file.search(p) and texts[p].strip()]
+
+
+def _line_of(text: str, line: str) -> int:
+    idx = text.find(line)
+    return text.count("\n", 0, idx) + 1 if idx >= 0 else 0
+
+
+# ------------------------------------------------------------------------------------------ stand-in policy
+def _apply_standin_policy(findings: list[Finding], texts: dict[str, str], skill_file: str, book: CompiledBook,
+                          settings: ScreenSettings) -> list[Finding]:
+    """Replace needs_live_service by one informational standin_possible finding when the policy allows it."""
+    codes = {f.code for f in findings}
+    if not settings.allow_standins or ReasonCode.NEEDS_LIVE_SERVICE not in codes \
+            or ReasonCode.NEEDS_EXTERNAL_ACCOUNT in codes:
+        return findings
+    contract = _documented_contract(texts, skill_file, book)
+    local = any(book.local_base_url.search(t) for t in texts.values())
+    spec_file = contract is not None and contract[0] != skill_file
+    if contract is None or not (local or spec_file):
+        return findings
+    live = [f for f in findings if f.code == ReasonCode.NEEDS_LIVE_SERVICE]
+    rules = ", ".join(sorted({f.rule for f in live}))
+    note = Finding(code=ReasonCode.STANDIN_POSSIBLE, rule=book.book.standin.rule_id, file=contract[0], line=0,
+                   text=f"needs_live_service waived ({rules}): {contract[1]}"[:200])
+    return [f for f in findings if f.code != ReasonCode.NEEDS_LIVE_SERVICE] + [note]
+
+
+def _documented_contract(texts: dict[str, str], skill_file: str, book: CompiledBook) -> tuple[str, str] | None:
+    """(file, why) when the service contract is in the bundle: a spec file, or endpoints plus a response example."""
+    for path in sorted(texts):
+        if book.contract_file.search(path) or book.contract_text.search(texts[path][:2000]):
+            return path, f"API contract in {path}"
+    md = texts.get(skill_file, "")
+    endpoints = len(book.endpoint_line.findall(md))
+    if endpoints >= book.book.standin.min_endpoints and book.response_example.search(md):
+        return skill_file, f"{endpoints} documented endpoints with response examples"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------- licence
+def _licence_findings(texts: dict[str, str], fm: dict, skill_file: str, book: CompiledBook,
+                      settings: ScreenSettings) -> list[Finding]:
+    info = resolve_licence(texts, fm, skill_file, book)
+    if info.ids:
+        if is_allowed(info, settings.licence_allow):
+            return []
+        return [Finding(code=ReasonCode.LICENCE_NOT_ALLOWED, rule="licence.not_allowed", file=info.file,
+                        line=info.line, text=f"{info.raw} -> {' / '.join(info.ids)}"[:200])]
+    if settings.unknown_licence_policy == "ignore":
+        return []
+    code, rule = (ReasonCode.LICENCE_NOT_ALLOWED, "licence.unknown_blocked") \
+        if settings.unknown_licence_policy == "block" else (ReasonCode.LICENCE_UNKNOWN, "licence.unknown")
+    return [Finding(code=code, rule=rule, file=info.file or skill_file, line=info.line,
+                    text=(info.raw or "no license field and no licence file")[:200])]

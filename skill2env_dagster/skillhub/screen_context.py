@@ -1,0 +1,183 @@
+"""Where a rule hit sits in a file: line number, code block, heading, quotes — so quoted attack text can be told
+apart from an instruction to run it.
+
+A security skill that teaches detection quotes `curl … | sh` inside a code block under "Indicators", next to the
+word "flag"; a lure says "run this" above the same block. Both contain the same bytes, so the screen has to look
+at the surroundings. Everything here is cheap per file (one pass over the lines) and only consulted for hits.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from skill2env_dagster.skillhub.rules import CompiledBook
+
+# Very long lines (minified JSON, base64 blobs) are scanned in chunks: `[^\n]*` patterns stay linear per chunk.
+MAX_SCAN_LINE = 2000
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_LIST_OR_TABLE = re.compile(r"^\s*([-*+]|\d+[.)]|\|)\s")
+_MARKDOWN_EXT = re.compile(r"(?i)\.(md|markdown|mdx)$")
+_QUOTE_PAIRS = (("`", "`"), ('"', '"'), ("\u201c", "\u201d"), ("'", "'"))
+
+
+@dataclass
+class FileContext:
+    """Per-line facts about one file, built once and shared by every rule hit in it."""
+
+    path: str
+    scan_text: str
+    lines: list[str]
+    orig_line: list[int]
+    starts: list[int]
+    in_code: list[bool] = field(default_factory=list)
+    block_start: list[int] = field(default_factory=list)
+    under_detection_heading: list[bool] = field(default_factory=list)
+    test_data: bool = False
+    _lower: tuple[str, list[int]] | None = None
+
+    def _lowered(self) -> tuple[str, list[int]]:
+        """Lower-cased text and its own line starts (lower() may change lengths, never the newlines)."""
+        if self._lower is None:
+            low = self.scan_text.lower()
+            starts = [0] + [k + 1 for k, ch in enumerate(low) if ch == "\n"] if "\n" in low else [0]
+            self._lower = (low, starts)
+        return self._lower
+
+    def candidate_lines(self, triggers: tuple[str, ...], widen: int) -> list[int]:
+        """Indices of lines containing any trigger (found with str.find), widened by `widen` lines each way."""
+        low, starts = self._lowered()
+        found: set[int] = set()
+        for t in triggers:
+            pos = low.find(t)
+            while pos >= 0:
+                i = bisect_right(starts, pos) - 1
+                found.add(i)
+                pos = low.find(t, starts[i + 1]) if i + 1 < len(starts) else -1
+        if widen:
+            found = {j for i in found for j in range(max(0, i - widen), min(len(starts), i + widen + 1))}
+        return sorted(found)
+
+
+def build_context(path: str, text: str, book: CompiledBook) -> FileContext:
+    """Split the file into scan lines and mark code blocks and detection headings (Markdown only)."""
+    lines, orig = _scan_lines(text)
+    starts, pos = [], 0
+    for ln in lines:
+        starts.append(pos)
+        pos += len(ln) + 1
+    ctx = FileContext(path=path, scan_text="\n".join(lines), lines=lines, orig_line=orig, starts=starts)
+    ctx.test_data = bool(book.fixture_paths.search(path) and book.data_files.search(path))
+    _mark_structure(ctx, book, markdown=bool(_MARKDOWN_EXT.search(path)))
+    return ctx
+
+
+def _scan_lines(text: str) -> tuple[list[str], list[int]]:
+    lines: list[str] = []
+    orig: list[int] = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if len(line) <= MAX_SCAN_LINE:
+            lines.append(line)
+            orig.append(n)
+            continue
+        for i in range(0, len(line), MAX_SCAN_LINE):
+            lines.append(line[i:i + MAX_SCAN_LINE])
+            orig.append(n)
+    return lines, orig
+
+
+def _mark_structure(ctx: FileContext, book: CompiledBook, markdown: bool) -> None:
+    n = len(ctx.lines)
+    ctx.in_code, ctx.block_start, ctx.under_detection_heading = [False] * n, [-1] * n, [False] * n
+    if not markdown:
+        return
+    fence: str | None = None
+    opened = -1
+    stack: list[tuple[int, bool]] = []  # (heading level, is detection heading)
+    for i, line in enumerate(ctx.lines):
+        m = _FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+            else:
+                ctx.in_code[i], ctx.block_start[i] = True, opened
+        elif m:
+            fence, opened = m.group(1), i
+        else:
+            h = _HEADING.match(line)
+            if h:
+                level = len(h.group(1))
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, bool(book.headings.search(h.group(2)))))
+        ctx.under_detection_heading[i] = any(flag for _, flag in stack)
+
+
+def is_quoted(ctx: FileContext, i: int, start: int, end: int) -> bool:
+    """The hit is presented as text (code, quotes, blockquote, list/table under a detection heading, test data)."""
+    line = ctx.lines[i]
+    if ctx.test_data or ctx.in_code[i] or line.lstrip().startswith(">"):
+        return True
+    if ctx.under_detection_heading[i] and _LIST_OR_TABLE.match(line):
+        return True
+    return any(_inside_pair(line, start, end, o, c) for o, c in _QUOTE_PAIRS)
+
+
+def _inside_pair(line: str, start: int, end: int, opener: str, closer: str) -> bool:
+    if opener == closer:
+        before = [k for k, ch in enumerate(line[:start]) if ch == opener and _is_quote_char(line, k)]
+        return len(before) % 2 == 1 and closer in line[end:]
+    left = line.rfind(opener, 0, start)
+    return left >= 0 and line.find(closer, left, start) < 0 and closer in line[end:]
+
+
+def _is_quote_char(line: str, k: int) -> bool:
+    """An apostrophe inside a word (don't) is not a quote mark."""
+    if line[k] != "'":
+        return True
+    prev_alpha = k > 0 and line[k - 1].isalnum()
+    next_alpha = k + 1 < len(line) and line[k + 1].isalnum()
+    return not (prev_alpha and next_alpha)
+
+
+def in_detection_context(ctx: FileContext, i: int, start: int, end: int, book: CompiledBook, window: int) -> bool:
+    """A detection heading is in force, or a detection cue is on the line or shortly before the hit / its block."""
+    if ctx.test_data or ctx.under_detection_heading[i]:
+        return True
+    line = ctx.lines[i]
+    if book.cues.search(line[:start] + " " + line[end:]):
+        return True
+    anchors = {i}
+    if ctx.in_code[i] and ctx.block_start[i] >= 0:
+        anchors.add(ctx.block_start[i])
+    for a in anchors:
+        for j in range(max(0, a - window), a):
+            if book.cues.search(ctx.lines[j]):
+                return True
+    return False
+
+
+def suppressed_as_quotation(ctx: FileContext, i: int, start: int, end: int, book: CompiledBook,
+                            window: int) -> bool:
+    """Quoted text in a detection context, or prose under a detection heading whose paragraph names a cue."""
+    if is_quoted(ctx, i, start, end) and in_detection_context(ctx, i, start, end, book, window):
+        return True
+    if not ctx.under_detection_heading[i]:
+        return False
+    line = ctx.lines[i]
+    paragraph = [line[:start] + " " + line[end:]] + _paragraph_neighbours(ctx, i, window)
+    return any(book.cues.search(p) for p in paragraph)
+
+
+def _paragraph_neighbours(ctx: FileContext, i: int, window: int) -> list[str]:
+    """Non-blank lines next to line i, up to `window` each way, without crossing a blank line."""
+    out: list[str] = []
+    for step in (-1, 1):
+        j = i + step
+        while 0 <= j < len(ctx.lines) and abs(j - i) <= window and ctx.lines[j].strip():
+            out.append(ctx.lines[j])
+            j += step
+    return out
