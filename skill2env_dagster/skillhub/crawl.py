@@ -36,6 +36,8 @@ BLOCKING_SCREEN_CODES = frozenset({
     ReasonCode.LICENCE_NOT_ALLOWED, ReasonCode.MALICIOUS, ReasonCode.HARMFUL,
     ReasonCode.SYMLINK_ESCAPE, ReasonCode.SKILL_TOO_LARGE, ReasonCode.TOO_MANY_FILES,
 })
+# Informational findings: kept as evidence, never listed among a skill's reasons.
+INFO_CODES = frozenset({ReasonCode.STANDIN_POSSIBLE})
 PARALLEL_MIN_SKILLS = 400
 
 
@@ -207,7 +209,7 @@ def _build(job: _Job) -> SkillRecord:
         reasons.append(code)
         findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0, text=detail[:200]))
     findings.extend(screen_skill(bundle.texts, parsed.frontmatter, parsed.body, s.screen))
-    reasons.extend(f.code for f in findings if f.rule not in ("parse", "bundle"))
+    reasons.extend(f.code for f in findings if f.rule not in ("parse", "bundle") and f.code not in INFO_CODES)
     if parsed.errors:
         rec.status = SkillStatus.INVALID
     elif any(c in BLOCKING_SCREEN_CODES for c in reasons):

@@ -36,15 +36,27 @@ DOMAIN_KEYWORDS: dict[str, tuple[str, ...]] = {
 }
 
 
+_KEYWORD_DOMAINS: dict[str, list[str]] = {}
+for _domain, _words in DOMAIN_KEYWORDS.items():
+    for _w in _words:
+        _KEYWORD_DOMAINS.setdefault(_w, []).append(_domain)
+# One alternation, longest keywords first, matched at word starts: a single pass over the text.
+_KEYWORDS = re.compile(r"\b(" + "|".join(re.escape(w) for w in sorted(_KEYWORD_DOMAINS, key=len, reverse=True)) + ")")
+_ORDER = {d: i for i, d in enumerate(DOMAIN_KEYWORDS)}
+
+
+def _keyword_counts(text: str) -> Counter[str]:
+    return Counter(_KEYWORDS.findall(text))
+
+
 def guess_domain(name: str, description: str, body: str) -> str:
-    head = f"{name} {description}".lower()
-    text = body.lower()[:20000]
     votes: Counter[str] = Counter()
-    for domain, words in DOMAIN_KEYWORDS.items():
-        for w in words:
-            pattern = r"\b" + re.escape(w)
-            votes[domain] += 3 * len(re.findall(pattern, head)) + min(len(re.findall(pattern, text)), 5)
-    if not votes or votes.most_common(1)[0][1] == 0:
+    for kw, n in _keyword_counts(f"{name} {description}".lower()).items():
+        for d in _KEYWORD_DOMAINS[kw]:
+            votes[d] += 3 * n
+    for kw, n in _keyword_counts(body.lower()[:20000]).items():
+        for d in _KEYWORD_DOMAINS[kw]:
+            votes[d] += min(n, 5)
+    if not votes:
         return "general"
-    best = max(votes.items(), key=lambda kv: (kv[1], -list(DOMAIN_KEYWORDS).index(kv[0])))
-    return best[0]
+    return max(votes.items(), key=lambda kv: (kv[1], -_ORDER[kv[0]]))[0]

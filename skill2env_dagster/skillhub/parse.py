@@ -71,6 +71,10 @@ def _fallback_from_body(body: str) -> tuple[str | None, str | None]:
     return name, desc
 
 
+def _description_line(body: str) -> str | None:
+    return next((m.group(1).strip().strip("*").strip() for ln in body.split("\n") if (m := _DESC_LINE.match(ln))), None)
+
+
 def _as_str(value: Any) -> str | None:
     if value is None:
         return None
@@ -120,14 +124,14 @@ def _apply_alternatives(parsed: ParsedSkill, folder_name: str) -> None:
         if alt:
             parsed.description = _as_str(fm[alt])
             parsed.warnings.append(f"description_from_{alt}")
+        elif body_desc := _description_line(parsed.body):
+            parsed.description = body_desc
+            parsed.warnings.append("description_from_body")
+            parsed.status = "fallback"
         else:
-            _, body_desc = _fallback_from_body(parsed.body)
-            if body_desc:
-                parsed.description = body_desc
-                parsed.warnings.append("description_from_body")
-                parsed.status = "fallback"
-            else:
-                parsed.errors.append((ReasonCode.MISSING_DESCRIPTION, "no description in frontmatter or body"))
+            parsed.errors.append((ReasonCode.MISSING_DESCRIPTION, "no description in frontmatter or a body line"))
+            if not parsed.name and not any(_as_str(fm.get(k)) for k in ALT_NAME_KEYS):
+                parsed.errors.append((ReasonCode.MISSING_NAME, "no name in frontmatter"))
     if not parsed.name:
         alt = next((k for k in ALT_NAME_KEYS if _as_str(fm.get(k))), None)
         parsed.name = _as_str(fm[alt]) if alt else folder_name

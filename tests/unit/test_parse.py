@@ -59,8 +59,10 @@ def test_wrong_types_and_alternative_keys():
     assert "name_wrong_type" in p.warnings
 
 
-def test_missing_description_uses_body_paragraph_or_errors():
-    p = parse_skill_md("---\nname: x\n---\nFirst paragraph explains.\n", "x")
-    assert p.description == "First paragraph explains." and p.status == "fallback"
-    p2 = parse_skill_md("---\nname: x\n---\n", "x")
-    assert p2.errors[0][0] == ReasonCode.MISSING_DESCRIPTION
+def test_missing_description_uses_a_body_line_or_errors():
+    p = parse_skill_md("---\nname: x\n---\ndescription: Explains things.\n", "x")
+    assert p.description == "Explains things." and p.status == "fallback"
+    p2 = parse_skill_md("---\nname: x\n---\nFirst paragraph only.\n", "x")
+    assert [c for c, _ in p2.errors] == [ReasonCode.MISSING_DESCRIPTION]
+    p3 = parse_skill_md("---\nversion: 2\n---\n# Untitled\n\nSome notes.\n", "x")
+    assert [c for c, _ in p3.errors] == [ReasonCode.MISSING_DESCRIPTION, ReasonCode.MISSING_NAME]
