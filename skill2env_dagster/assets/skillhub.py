@@ -109,23 +109,18 @@ def _observation(r: SkillRecord) -> dg.AssetObservation:
     kinds={"python", "json"},
     owners=OWNERS,
     code_version=_code_version(crawl_module, screen_module),
-    backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=50),
 )
 def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
-    """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status."""
+    """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status.
+
+    One partition per run on purpose: Dagster 1.13 records a single shared input provenance for a multi-partition
+    run, which would break the per-skill staleness this pipeline relies on (README › Design decisions)."""
     store = artifacts.store()
-    snap_dir = latest_snapshot_dir(store.dir(CRAWL_ARTIFACT))
-    results = []
-    for key in context.partition_keys:
-        record = load_record(snap_dir, key)
-        store.save(SNAPSHOT_ARTIFACT, key, record)
-        context.log.info("skill=%s status=%s reasons=%s", key, record.status.value, [c.value for c in record.reasons])
-        results.append(_snapshot_result(record))
-    if len(results) == 1:
-        return results[0]
-    # A multi-partition run records one materialisation per partition; Dagster derives each one's data version
-    # from the code version and that partition's raw_skill_md observation (the bundle digest).
-    return dg.MaterializeResult(metadata={"skills": len(results)})
+    key = context.partition_key
+    record = load_record(latest_snapshot_dir(store.dir(CRAWL_ARTIFACT)), key)
+    store.save(SNAPSHOT_ARTIFACT, key, record)
+    context.log.info("skill=%s status=%s reasons=%s", key, record.status.value, [c.value for c in record.reasons])
+    return _snapshot_result(record)
 
 
 def _snapshot_result(record: SkillRecord) -> dg.MaterializeResult:
