@@ -1,0 +1,56 @@
+"""A self-contained DuckDB file: every exported table copied in, plus views for the questions people ask first."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+VIEWS: dict[str, str] = {
+    "skill_funnel": "SELECT status, count(*) AS skills FROM skills GROUP BY status ORDER BY skills DESC",
+    "skill_reasons": "SELECT reason, count(*) AS skills FROM (SELECT unnest(reasons) AS reason FROM skills) "
+                     "GROUP BY reason ORDER BY skills DESC",
+    "retained_tasks": "SELECT * FROM tasks WHERE status = 'retained' AND NOT coalesce(contaminated, false)",
+    "domain_mix": "SELECT s.domain, count(DISTINCT s.skill_id) FILTER (WHERE s.status = 'eligible') AS eligible_skills, "
+                  "count(r.task_name) AS retained_tasks FROM skills s LEFT JOIN retained_tasks r USING (skill_id) "
+                  "GROUP BY s.domain ORDER BY retained_tasks DESC, s.domain",
+    "axis_coverage": "SELECT axis, value, count(*) AS tasks FROM (UNPIVOT (SELECT archetype, "
+                     "primary_verifier_pattern, complexity, persona, tone, expertise FROM retained_tasks) "
+                     "ON COLUMNS(*) INTO NAME axis VALUE value) GROUP BY axis, value ORDER BY axis, tasks DESC",
+    "gate_pass_rates": "SELECT check_name, count(*) AS runs, avg(CASE WHEN check_verdict = 'pass' THEN 1 ELSE 0 END) "
+                       "AS pass_rate, count(*) FILTER (WHERE check_verdict = 'error') AS errored FROM gates "
+                       "WHERE check_name IS NOT NULL GROUP BY check_name ORDER BY pass_rate",
+    "task_reasons": "SELECT reason, count(*) AS tasks FROM (SELECT unnest(reasons) AS reason FROM tasks "
+                    "WHERE status <> 'retained') GROUP BY reason ORDER BY tasks DESC",
+    "cost_per_retained_task": "SELECT sum(cost_usd) AS cost_usd, sum(prompt_tokens + completion_tokens) AS tokens, "
+                              "(SELECT count(*) FROM retained_tasks) AS retained_tasks, sum(cost_usd) / "
+                              "nullif((SELECT count(*) FROM retained_tasks), 0) AS cost_usd_per_task FROM usage",
+    "probe_by_domain": "SELECT domain, count(*) AS tasks, avg(CASE WHEN rank_instruction_rubric = 1 THEN 1 ELSE 0 END) "
+                       "AS top1, avg(CASE WHEN rank_instruction_rubric <= 10 THEN 1 ELSE 0 END) AS top10, "
+                       "avg(1.0 / rank_instruction_rubric) AS mrr FROM probe WHERE status = 'scored' "
+                       "GROUP BY domain ORDER BY top1",
+}
+
+
+def write_duckdb(tables: dict[str, pa.Table], path: Path) -> list[str]:
+    """Build the database in a temporary file and rename it into place; returns the view names."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(tmp))
+    try:
+        for name, table in tables.items():
+            con.register("_incoming", table)
+            con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _incoming')
+            con.unregister("_incoming")
+        for name, sql in VIEWS.items():
+            con.execute(f'CREATE VIEW "{name}" AS {sql}')
+    except BaseException:
+        con.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    con.close()
+    os.replace(tmp, path)
+    return list(VIEWS)

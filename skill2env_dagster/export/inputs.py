@@ -1,0 +1,63 @@
+"""Everything the export reads, gathered once from the artifact store into plain models."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skill2env_dagster.models.axes import AxisSampleSet
+from skill2env_dagster.models.plan import WorkflowPlanSet
+from skill2env_dagster.models.probe import DecontamReport, ProbeReport
+from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateReports
+from skill2env_dagster.store import ArtifactStore
+
+log = logging.getLogger(__name__)
+
+# Artifact names written by the other stages (see assets/skillhub.py, assets/plans.py, assets/tasks.py).
+SNAPSHOT, PLANS, AXES, TASKS, GATES = "skillhub_snapshot", "workflow_plans", "axis_samples", "task_bundles", "gate_reports"
+PROBE, CORPUS_KEY = "retrieval_probe", "corpus"
+
+
+@dataclass
+class CorpusInputs:
+    skills: list[SkillRecord] = field(default_factory=list)
+    plans: list[WorkflowPlanSet] = field(default_factory=list)
+    axes: list[AxisSampleSet] = field(default_factory=list)
+    bundles: list[TaskBundleSet] = field(default_factory=list)
+    gates: list[TaskGateReports] = field(default_factory=list)
+    probe: ProbeReport | None = None
+    decontam: DecontamReport | None = None
+
+    def retained(self) -> list[TaskBundle]:
+        """Every retained candidate of every skill, in store order."""
+        return [b for s in self.bundles for b in s.retained()]
+
+    def generator_of(self) -> dict[str, str]:
+        return {s.skill_id: s.generator for s in self.bundles}
+
+
+def load_inputs(store: ArtifactStore) -> CorpusInputs:
+    """Read every materialised artifact; a missing stage is an empty list, a corrupt file a StoreError."""
+    probe = store.load(PROBE, CORPUS_KEY, ProbeReport) if store.exists(PROBE, CORPUS_KEY) else None
+    inputs = CorpusInputs(
+        skills=list(store.load_all(SNAPSHOT, SkillRecord).values()),
+        plans=list(store.load_all(PLANS, WorkflowPlanSet).values()),
+        axes=list(store.load_all(AXES, AxisSampleSet).values()),
+        bundles=list(store.load_all(TASKS, TaskBundleSet).values()),
+        gates=list(store.load_all(GATES, TaskGateReports).values()),
+        probe=probe,
+    )
+    log.info("export inputs skills=%d plans=%d bundles=%d gates=%d probe=%s", len(inputs.skills), len(inputs.plans),
+             len(inputs.bundles), len(inputs.gates), probe is not None)
+    return inputs
+
+
+def instruction_of(bundle: TaskBundle) -> str:
+    """The published instruction.md, falling back to the preview the bundle record keeps."""
+    path = Path(bundle.path) / "instruction.md"
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return bundle.instruction_preview

@@ -1,0 +1,88 @@
+"""Corpus export: the Harbor dataset manifest and the corpus statistics written next to the tables and plots."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skill2env_dagster.models.task import Axes
+from skill2env_dagster.reasons import ReasonCode
+
+SCHEMA_VERSION = 1
+
+
+class ManifestEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_name: str = Field(description="Folder name inside the dataset.")
+    skill_id: str
+    workflow: str
+    variant: int = Field(ge=0)
+    generator: str = Field(description="offline | llm.")
+    axes: Axes
+    freeze_hash: str = ""
+    metrics: list[str] = Field(default_factory=list)
+    source_path: str = Field(description="The published task folder it was copied from.")
+
+
+class ExcludedTask(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_name: str
+    skill_id: str
+    reason: ReasonCode
+    detail: str = ""
+
+
+class ExportManifest(BaseModel):
+    """`manifest.json` of an exported Harbor dataset: what is in it, what was left out and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    n_tasks: int = Field(ge=0)
+    tasks: list[ManifestEntry] = Field(default_factory=list)
+    excluded: list[ExcludedTask] = Field(default_factory=list)
+    decontamination_checked: bool = Field(description="False when no benchmark was configured: not checked != clean.")
+    benchmark_paths: list[str] = Field(default_factory=list)
+
+
+class CountRate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    errored: int = Field(ge=0)
+    pass_rate: float | None = Field(default=None, description="passed / (passed + failed + errored); None if none.")
+
+
+class CostSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    retained_tasks: int = 0
+    cost_usd_per_retained_task: float | None = None
+    tokens_per_retained_task: float | None = None
+
+
+class CorpusStats(BaseModel):
+    """The `corpus_stats` artifact: funnel, domain mix, axis coverage, gate pass rates, cost per retained task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    funnel: dict[str, int] = Field(description="Stage -> count, in pipeline order (crawled ... exported).")
+    skill_reasons: dict[str, int] = Field(default_factory=dict, description="Why skills left the funnel.")
+    task_reasons: dict[str, int] = Field(default_factory=dict, description="Why task candidates were not retained.")
+    domain_mix: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Domain -> {eligible_skills, retained_tasks}."
+    )
+    axis_coverage: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Axis -> value -> retained tasks realised with it."
+    )
+    gate_pass_rates: dict[str, CountRate] = Field(default_factory=dict, description="Check name (and 'overall').")
+    cost: CostSummary = Field(default_factory=CostSummary)
+    probe: dict[str, float] = Field(default_factory=dict, description="Headline probe figures, when a probe ran.")
