@@ -35,7 +35,7 @@ def _asset_keys(assets: list[Any]) -> list[dg.AssetKey]:
 
 
 def build_defs(resources: Mapping[str, Any] | None = None) -> dg.Definitions:
-    """Tests pass their own resources (tmp store, fake LLM); `defs` below uses the real ones."""
+    """Tests pass their own resources (tmp store, fake LLM), which override the real ones from the environment."""
     crawl_job = dg.define_asset_job("skillhub_crawl_job", selection=dg.AssetSelection.assets(skillhub_crawl))
     pipeline_job = dg.define_asset_job(
         "skill_pipeline", selection=dg.AssetSelection.assets(*_asset_keys(SKILL_ASSETS)),
@@ -51,7 +51,7 @@ def build_defs(resources: Mapping[str, Any] | None = None) -> dg.Definitions:
         jobs=[crawl_job, pipeline_job, snapshot_job],
         schedules=[build_crawl_schedule(crawl_job)],
         sensors=[build_change_sensor(pipeline_job, snapshot_job)],
-        resources=dict(resources or default_resources()),
+        resources={**default_resources(), **dict(resources or {})},
     )
 
 
