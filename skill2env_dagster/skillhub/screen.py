@@ -106,15 +106,21 @@ def _rule_hits_in_file(rule: CompiledRule, ctx: FileContext, book: CompiledBook,
 
 
 def _matches(rule: CompiledRule, ctx: FileContext):
-    """(line index, start, end, text) of the first match per line; only trigger lines are searched."""
+    """(line index, start, end, text) of the first match starting on each searched line.
+
+    A prose line is searched together with the next line, so a directive wrapped over two lines still matches;
+    with triggers, only lines holding one (or preceding one) are searched, otherwise every line is.
+    """
     if rule.triggers:
-        lines = ctx.candidate_lines(rule.triggers, rule.rule.near_window)
+        lines = ctx.candidate_lines(rule.triggers, max(1, rule.rule.near_window))
     else:
-        lines = sorted({ctx.line_index(m.start()) for m in rule.rx.finditer(ctx.scan_text)})
+        lines = range(len(ctx.lines))
     for i in lines:
-        m = rule.rx.search(ctx.lines[i])
-        if m:
-            yield i, m.start(), m.end(), m.group(0)
+        line = ctx.lines[i]
+        nxt = ctx.lines[i + 1] if i + 1 < len(ctx.lines) and not ctx.in_code[i] else ""
+        m = rule.rx.search(f"{line} {nxt}" if nxt.strip() else line)
+        if m and m.start() < len(line):
+            yield i, m.start(), min(m.end(), len(line)), m.group(0)
 
 
 def _hit_survives(rule: CompiledRule, ctx: FileContext, i: int, start: int, end: int, matched: str,
@@ -207,10 +213,10 @@ def _document_checks(texts: dict[str, str], body: str, skill_file: str, book: Co
                            text=f"{len(persona_lines)} persona lines, {actionable} actionable signals: "
                                 f"{persona_lines[0].strip()}"[:200]))
     words = len(_WORD.findall(_HEADING_LINE.sub(" ", body)))
-    if words <= docs.no_actionable_content.max_body_words and not book.code_fence.search(body) \
-            and not _support_files(texts, book):
+    if words <= docs.no_actionable_content.max_body_words and actionable == 0:
         out.append(Finding(code=ReasonCode.NO_ACTIONABLE_CONTENT, rule="doc.no_actionable_content",
-                           file=skill_file, line=0, text=f"body has {words} words, no code and no supporting files"))
+                           file=skill_file, line=0,
+                           text=f"body has {words} words and no code, steps, commands or supporting files"))
     return out
 
 

@@ -39,6 +39,10 @@ class FileContext:
     test_data: bool = False
     _lower: tuple[str, list[int]] | None = None
 
+    def line_index(self, offset: int) -> int:
+        """0-based index into `lines` of a character offset in `scan_text`."""
+        return bisect_right(self.starts, offset) - 1
+
     def _lowered(self) -> tuple[str, list[int]]:
         """Lower-cased text and its own line starts (lower() may change lengths, never the newlines)."""
         if self._lower is None:
