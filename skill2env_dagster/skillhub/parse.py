@@ -22,6 +22,7 @@ NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _FENCE = re.compile(r"^[ \t]*---[ \t]*$")
 _XML_TAG = re.compile(r"</?[A-Za-z][\w:-]*(\s[^<>]*)?/?>")
 _DESC_LINE = re.compile(r"^\s*(?:\*\*)?description(?:\*\*)?\s*:\s*(?:\*\*)?\s*(.+)$", re.IGNORECASE)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same rules, 10x faster
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
 
 
@@ -87,7 +88,7 @@ def parse_skill_md(text: str, folder_name: str) -> ParsedSkill:
     if fm_text is None:
         return _parse_without_frontmatter(body, folder_name)
     try:
-        loaded = yaml.safe_load(fm_text) if fm_text.strip() else {}
+        loaded = yaml.load(fm_text, Loader=_YAML_LOADER) if fm_text.strip() else {}
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (frontmatter line {mark.line + 1})" if mark else ""
