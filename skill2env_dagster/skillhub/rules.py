@@ -99,6 +99,8 @@ class ContextSpec(_Strict):
 class CodeScoring(_Strict):
     threshold: float = Field(gt=0)
     other_files: float = Field(ge=0, le=1.0, description="Weight of hits outside SKILL.md.")
+    other_files_cap: float | None = Field(default=None, ge=0, description="Most that evidence found only outside "
+                                          "SKILL.md may add to the score (None: no cap).")
 
 
 class PersonaCheck(_Strict):

@@ -190,13 +190,17 @@ def _excerpt(line: str, start: int, end: int) -> str:
 def _score(hits: dict[str, list[tuple[float, Finding]]], book: CompiledBook) -> list[Finding]:
     """Keep the findings of codes whose summed rule weights reach the code's threshold."""
     weights = {r.rule.id: r.rule.weight for r in book.rules}
-    score: dict[ReasonCode, float] = defaultdict(float)
+    main: dict[ReasonCode, float] = defaultdict(float)
+    other: dict[ReasonCode, float] = defaultdict(float)
     for rule_id, items in hits.items():
-        score[items[0][1].code] += weights[rule_id] * max(w for w, _ in items)
+        code, strongest = items[0][1].code, max(w for w, _ in items)
+        (main if strongest >= 1.0 else other)[code] += weights[rule_id] * strongest
     out: list[Finding] = []
     for rule_id, items in hits.items():
         code = items[0][1].code
-        if score[code] + 1e-9 >= book.book.scoring[code].threshold:
+        spec = book.book.scoring[code]
+        extra = other[code] if spec.other_files_cap is None else min(other[code], spec.other_files_cap)
+        if main[code] + extra + 1e-9 >= spec.threshold:
             out.extend(f for _, f in items)
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate
 from dataclasses import dataclass, field
 
 from skill2env_dagster.skillhub.rules import CompiledBook
@@ -47,7 +48,7 @@ class FileContext:
         """Lower-cased text and its own line starts (lower() may change lengths, never the newlines)."""
         if self._lower is None:
             low = self.scan_text.lower()
-            starts = [0] + [k + 1 for k, ch in enumerate(low) if ch == "\n"] if "\n" in low else [0]
+            starts = [0, *accumulate(len(x) + 1 for x in low.split("\n")[:-1])]
             self._lower = (low, starts)
         return self._lower
 
