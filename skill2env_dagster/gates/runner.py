@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +70,7 @@ def run_trial(
     script: Path | None,
 ) -> TrialOutcome:
     """One fresh container: optionally copy solution/ and run `script`, then run the verifier and read the reward."""
+    _raise_if_cancelled()
     agent_timeout, verifier_timeout = _timeouts(config, settings)
     start = time.perf_counter()
     with ctr.Trial(client, image, settings, config.environment.workdir) as trial:
@@ -209,6 +210,9 @@ def run_gates(task_dirs: list[Path | str], settings: GateSettings | None = None)
     pool = ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="gate")
     futures = [pool.submit(gate_task, d, settings, client) for d in task_dirs]
     try:
+        # Wait in short slices: a plain result() would hold off Ctrl-C until the slowest gate finished.
+        while not all(f.done() for f in futures):
+            wait(futures, timeout=0.2)
         return [f.result() for f in futures]
     except KeyboardInterrupt:
         _CANCEL.set()

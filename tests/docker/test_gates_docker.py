@@ -126,3 +126,26 @@ def test_cli_contract(make_task, tmp_path):
     assert set(data[0]) >= {"task", "verdict", "reason", "checks", "oracle", "nop"}
     one = subprocess.run(cmd[:4] + [str(good), "--json", str(out)], capture_output=True, text=True, timeout=120)
     assert one.returncode == 0, one.stderr
+
+
+def test_ctrl_c_removes_every_container(make_task, docker_client):
+    task = make_task("hanging")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 4.0", "timeout_sec = 120.0"))
+    run_id = f"{RUN_ID}-ctrlc"
+    code = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from skill2env_dagster.gates.runner import run_gates\n"
+        "from skill2env_dagster.gates.settings import GateSettings\n"
+        f"run_gates([sys.argv[1]] * 2, GateSettings(run_id={run_id!r}))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(task)], stderr=subprocess.PIPE, text=True)
+    label = {"label": f"skill2env.gate={run_id}"}
+    deadline = time.monotonic() + 30
+    while not docker_client.containers.list(filters=label) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert docker_client.containers.list(filters=label), "gates never started"
+    proc.send_signal(2)
+    _, err = proc.communicate(timeout=30)
+    assert "KeyboardInterrupt" in err
+    assert not docker_client.containers.list(all=True, filters=label)
