@@ -18,7 +18,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.models.probe import ALL_MODES, BASE_MODES, ProbeConfig
+from skill2env_dagster.export.decontam import TextDoc, check_contamination
+from skill2env_dagster.models.probe import ALL_MODES, BASE_MODES, DecontamConfig, ProbeConfig
 from skill2env_dagster.probe import ProbeTask, load_tasks, probe_retrieval
 
 DOMAINS = ["software", "data", "documents", "research", "business", "design", "security", "health", "devops",
@@ -96,6 +97,19 @@ def main() -> None:
     for mode, m in report.modes.items():
         print(f"  {mode:28s} top1 {m.top1:.3f}  top10 {m.top10:.3f}  mrr {m.mrr:.3f}  n {m.n}")
     print("masking drop (top-1):", {k: round(v, 3) for k, v in report.masking_drop.items()})
+    bench_decontam(rng, tasks)
+
+
+def bench_decontam(rng: np.random.Generator, tasks: list[ProbeTask], n_bench: int = 500, planted: int = 20) -> None:
+    """Decontamination of every task instruction against generated benchmark documents, some planted in tasks."""
+    bench = [TextDoc(f"bench-{i}", " ".join(_words(rng, 20000, 200))) for i in range(n_bench)]
+    ours = [TextDoc(t.task_id, t.instruction) for t in tasks]
+    for k in range(planted):  # a benchmark document pasted into a longer task: only containment sees it
+        ours[k] = TextDoc(ours[k].doc_id, ours[k].text + " " + bench[k].text + " " + ours[-k - 1].text)
+    wall = time.perf_counter()
+    report = check_contamination(ours, bench, DecontamConfig())
+    print(f"decontamination: {len(ours)} tasks x {n_bench} benchmark docs in {time.perf_counter() - wall:.2f} s; "
+          f"flagged {len(report.flagged)} (planted {planted})")
 
 if __name__ == "__main__":
     main()

@@ -74,13 +74,15 @@ class _Queries:
         self.truth = truth
         self.mask_top_k = mask_top_k
         self._masked: dict[str, sp.csr_matrix] = {}
+        self._own: sp.csr_matrix | None = None
         self.bm25 = True
 
     def masked_part(self, part: str) -> sp.csr_matrix:
         """Counts of only those query terms that are among the own skill's distinctive terms."""
         if part not in self._masked:
-            own = self.index.distinctive_terms(self.mask_top_k)[self.truth]
-            self._masked[part] = sp.csr_matrix(self.parts[part].multiply(own))
+            if self._own is None:
+                self._own = self.index.distinctive_terms(self.mask_top_k)[self.truth]
+            self._masked[part] = sp.csr_matrix(self.parts[part].multiply(self._own))
         return self._masked[part]
 
     def prepare(self, modes: Sequence[str]) -> None:
