@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from skill2env_dagster.models.probe import DecontamConfig, DecontamMatch, DecontamReport
 from skill2env_dagster.probe.tasks import INSTRUCTION, find_task_dirs
 from skill2env_dagster.reasons import InputError, ReasonCode
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 
 _WORD = re.compile(r"\w+")
 PLAIN_SUFFIXES = frozenset({".txt", ".md"})
+TASK_YAML = "task.yaml"
 
 
 @dataclass(frozen=True)
@@ -48,13 +51,29 @@ def _read(path: Path) -> str:
         raise InputError(ReasonCode.UNREADABLE, f"benchmark file {path} unreadable: {e}") from e
 
 
+def _yaml_instruction(path: Path) -> str:
+    """The `instruction` of a Terminal-Bench 1 style task.yaml; a malformed file is the user's to fix."""
+    try:
+        doc = yaml.safe_load(_read(path))
+    except yaml.YAMLError as e:
+        raise InputError(ReasonCode.INVALID_YAML, f"benchmark task {path} is not valid YAML: {e}") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("instruction"), str):
+        raise InputError(ReasonCode.UNREADABLE, f"benchmark task {path} has no `instruction` string")
+    return doc["instruction"]
+
+
 def _docs_in_dir(root: Path) -> Iterable[TextDoc]:
-    # A folder holding instruction.md is a Harbor task: its instruction is the text, its other files are not.
+    # A folder holding instruction.md (Harbor) or task.yaml (Terminal-Bench 1) is one task: its instruction is the
+    # text, its other files are not.
     harbor = sorted(p.parent for p in root.rglob(INSTRUCTION) if p.is_file())
+    legacy = sorted(p.parent for p in root.rglob(TASK_YAML) if p.is_file() and p.parent not in harbor)
     for d in harbor:
         yield TextDoc(_doc_id(root, d), _read(d / INSTRUCTION))
+    for d in legacy:
+        yield TextDoc(_doc_id(root, d), _yaml_instruction(d / TASK_YAML))
+    tasks = harbor + legacy
     for p in sorted(root.rglob("*")):
-        if p.is_file() and p.suffix.lower() in PLAIN_SUFFIXES and not any(d in p.parents for d in harbor):
+        if p.is_file() and p.suffix.lower() in PLAIN_SUFFIXES and not any(d in p.parents for d in tasks):
             yield TextDoc(_doc_id(root, p), _read(p))
 
 
@@ -64,7 +83,8 @@ def _doc_id(root: Path, path: Path) -> str:
 
 
 def load_benchmark_docs(paths: Sequence[Path | str]) -> list[TextDoc]:
-    """Benchmark texts: instruction.md of every Harbor task folder, and every other .txt/.md file, under each path."""
+    """Benchmark texts under each path: every Harbor task's instruction.md, every task.yaml's `instruction`,
+    and every other .txt/.md file."""
     docs: list[TextDoc] = []
     for raw in paths:
         path = Path(raw)

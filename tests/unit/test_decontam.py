@@ -90,6 +90,16 @@ def test_benchmark_folders_harbor_and_plain_text(tmp_path: Path) -> None:
     assert report.flagged == ["copied"] and report.n_tasks == 2 and report.n_benchmark_docs == 2
 
 
+def test_terminal_bench_task_yaml_is_read(tmp_path: Path) -> None:
+    (tmp_path / "tb" / "old-task").mkdir(parents=True)
+    (tmp_path / "tb" / "old-task" / "task.yaml").write_text(f"instruction: |\n  {BENCH_SHORT}\ndifficulty: hard\n")
+    docs = load_benchmark_docs([tmp_path / "tb"])
+    assert [(d.doc_id, d.text.strip()) for d in docs] == [("tb/old-task", BENCH_SHORT)]
+    (tmp_path / "tb" / "old-task" / "task.yaml").write_text("instruction: [unclosed")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_benchmark_docs([tmp_path / "tb"])
+
+
 def test_missing_benchmark_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="does not exist"):
         load_benchmark_docs([tmp_path / "nope"])
