@@ -151,7 +151,7 @@ def _all_hosts_trusted(matched: str, line: str, book: CompiledBook, identity: st
     for u in urls:
         parts = urlsplit("https://" + u)
         host = parts.hostname or ""
-        if not (_host_trusted(host + parts.path, book.trusted_hosts)
+        if not (_host_trusted((host + parts.path).lower(), book.trusted_hosts)
                 or book.book.vendor_host_matches_skill and _vendor_host(host, identity)):
             return False
     return True
