@@ -92,6 +92,7 @@ class ContextSpec(_Strict):
     window: int = Field(ge=0, le=30)
     detection_headings: str
     detection_cues: str
+    reassurance: str
     fixture_paths: str
     data_files: str
 
@@ -188,6 +189,7 @@ class CompiledBook:
         self.skip_files = _compile(book.skip_files)
         self.headings = _compile(ctx.detection_headings)
         self.cues = _compile(ctx.detection_cues)
+        self.reassurance = _compile(ctx.reassurance)
         self.fixture_paths = _compile(ctx.fixture_paths)
         self.data_files = _compile(ctx.data_files)
         self.persona_cues = _compile(docs.persona_only.persona_cues)

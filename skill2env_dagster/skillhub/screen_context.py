@@ -160,20 +160,20 @@ def _is_quote_char(line: str, k: int) -> bool:
 
 
 def in_detection_context(ctx: FileContext, i: int, start: int, end: int, book: CompiledBook, window: int) -> bool:
-    """A detection heading is in force, or a detection cue is on the line or shortly before the hit / its block."""
-    if ctx.test_data or ctx.under_detection_heading[i]:
+    """A detection heading is in force, or a detection cue is on the line or shortly before the hit / its block,
+    and no reassurance ("safe to run", "not malicious") sits in the same window: a lure cannot borrow the cue words."""
+    if ctx.test_data:
         return True
     line = ctx.lines[i]
-    if book.cues.search(line[:start] + " " + line[end:]):
-        return True
+    nearby = [line[:start] + " " + line[end:]]
     anchors = {i}
     if ctx.in_code[i] and ctx.block_start[i] >= 0:
         anchors.add(ctx.block_start[i])
     for a in anchors:
-        for j in range(max(0, a - window), a):
-            if book.cues.search(ctx.lines[j]):
-                return True
-    return False
+        nearby += ctx.lines[max(0, a - window):a]
+    if any(book.reassurance.search(x) for x in nearby):
+        return False
+    return ctx.under_detection_heading[i] or any(book.cues.search(x) for x in nearby)
 
 
 def suppressed_as_quotation(ctx: FileContext, i: int, start: int, end: int, book: CompiledBook,
@@ -185,6 +185,8 @@ def suppressed_as_quotation(ctx: FileContext, i: int, start: int, end: int, book
         return False
     line = ctx.lines[i]
     paragraph = [line[:start] + " " + line[end:]] + _paragraph_neighbours(ctx, i, window)
+    if any(book.reassurance.search(p) for p in paragraph):
+        return False
     return any(book.cues.search(p) for p in paragraph)
 
 
