@@ -110,6 +110,11 @@ def test_official_installers_and_vendor_hosts_are_not_malicious():
     assert ReasonCode.MALICIOUS in codes(ip)
 
 
+def test_creating_an_encrypted_backup_is_not_a_protected_archive_lure():
+    text = "# Backups\n\nCreate a password-protected archive of `exports/` with `7z a -p backup.7z exports/`.\n" + STEPS
+    assert ReasonCode.MALICIOUS not in codes(screen_text(text))
+
+
 def test_users_own_key_and_plain_exports_are_not_malicious():
     own = instructed("ssh host \"echo '$(cat ~/.ssh/id_ed25519.pub)' >> ~/.ssh/authorized_keys\"")
     export = instructed("echo 'export PATH=$HOME/.local/bin:$PATH' >> ~/.bashrc")
