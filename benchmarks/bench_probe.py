@@ -69,12 +69,44 @@ def write_folders(root: Path, tasks: list[ProbeTask]) -> None:
             f'generator = "{t.generator}"\n')
 
 
+def corpus_probe(corpus: Path) -> None:
+    """Real skills: crawl CORPUS, plan offline, write one offline task per axis sample (no gates), probe them."""
+    from skill2env_dagster.planning import plan_offline, sample_axes
+    from skill2env_dagster.probe import candidate_skills
+    from skill2env_dagster.skillhub.crawl import crawl_paths
+    from skill2env_dagster.tasks.builder import TaskBuilder
+    from skill2env_dagster.tasks.generator import OfflineGenerator, make_context
+    from skill2env_dagster.tasks.pipeline import build_candidate, task_name
+
+    wall = time.perf_counter()
+    skills = candidate_skills(crawl_paths([corpus]).records)
+    pins = {"minimal": "local/s2e-minimal@sha256:" + "0" * 64, "python": "local/s2e-python@sha256:" + "1" * 64}
+    with tempfile.TemporaryDirectory() as tmp:
+        for s in skills:
+            plans = plan_offline(s, prompt_version="bench")
+            workflows = {w.name: w for w in plans.workflows}
+            for sample in sample_axes(plans).samples:
+                name = task_name(s, sample)
+                ctx = make_context(s, workflows[sample.workflow], sample, pins, name)
+                build_candidate(TaskBuilder(Path(tmp) / name), ctx, OfflineGenerator())
+        tasks, invalid = load_tasks(Path(tmp))
+        print(f"corpus: {len(skills)} eligible skills, {len(tasks)} offline tasks written in "
+              f"{time.perf_counter() - wall:.1f} s")
+        report = probe_retrieval(skills, tasks, invalid=invalid)
+    print(f"corpus probe: chance {report.chance:.4f}, {report.seconds:.2f} s")
+    for mode, m in report.modes.items():
+        print(f"  {mode:28s} top1 {m.top1:.3f}  top10 {m.top10:.3f}  mrr {m.mrr:.3f}  n {m.n}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, default=8000)
     ap.add_argument("--skills", type=int, default=3400)
     ap.add_argument("--folders", action="store_true", help="also time reading the tasks from Harbor folders")
+    ap.add_argument("--corpus", type=Path, help="also probe offline tasks generated from real skills in this folder")
     args = ap.parse_args()
+    if args.corpus:
+        corpus_probe(args.corpus)
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
     skills = make_skills(rng, args.skills)
