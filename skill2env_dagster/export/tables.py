@@ -25,7 +25,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "axes": pa.schema([("skill_id", S), ("variant", I), ("workflow", S), ("archetype", S),
                        ("primary_verifier_pattern", S), ("complexity", S), ("persona", S), ("tone", S),
                        ("expertise", S), ("capability_dimension", S), ("difficulty_pattern", S),
-                       ("from_pool", B), ("seed", I)]),
+                       ("from_pool", B), ("seed", pa.uint64())]),  # seeds are 64-bit unsigned
     "tasks": pa.schema([("task_name", S), ("skill_id", S), ("workflow", S), ("variant", I), ("generator", S),
                         ("archetype", S), ("primary_verifier_pattern", S), ("complexity", S), ("persona", S),
                         ("tone", S), ("expertise", S), ("recipe", S), ("image", S), ("status", S),

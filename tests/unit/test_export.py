@@ -50,7 +50,7 @@ def axis_set(sid: str) -> AxisSampleSet:
     sample = AxisSample(variant=0, workflow="fix-config", archetype="repair_debug",
                         primary_verifier_pattern="exact_state", complexity="medium", persona="data_engineer",
                         tone="imperative_brief", expertise="practitioner", capability_dimension="planning",
-                        difficulty_pattern="split-facts", from_pool=True, seed=7)
+                        difficulty_pattern="split-facts", from_pool=True, seed=2**64 - 1)
     return AxisSampleSet(skill_id=sid, bundle_digest="0" * 64, global_seed=1, samples=[sample])
 
 
