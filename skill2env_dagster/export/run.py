@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -52,7 +52,7 @@ def decontaminate_retained(inputs: CorpusInputs, cfg: DecontamConfig) -> Deconta
 def export_corpus(inputs: CorpusInputs, out: Path, cfg: DecontamConfig | None = None) -> ExportResult:
     """Write OUT/{tables/*.parquet, corpus.duckdb, dataset/, stats.json, plots/*.png, decontamination.json}."""
     cfg = cfg or DecontamConfig()
-    inputs.decontam = decontaminate_retained(inputs, cfg)
+    inputs = replace(inputs, decontam=decontaminate_retained(inputs, cfg))
     staging = out.with_name(f".{out.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)  # a crashed earlier export's leftovers
     flagged = set(inputs.decontam.flagged) if inputs.decontam else set()
