@@ -32,6 +32,13 @@ query Runs($filter: RunsFilter) { runsOrError(filter: $filter) { __typename
 """
 
 
+LAUNCH_RUN = """
+mutation Launch($params: ExecutionParams!) { launchRun(executionParams: $params) { __typename
+  ... on LaunchRunSuccess { run { runId } } ... on PythonError { message }
+  ... on InvalidSubsetError { message } ... on RunConfigValidationInvalid { errors { message } } } }
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,8 +89,38 @@ class DagsterDev:
             time.sleep(1)
         raise TimeoutError(f"dagster dev not ready after {timeout}s:\n{self.log_tail()}")
 
+    def cli(self, *args: str, timeout: float = 120.0) -> str:
+        """Run a `dagster` CLI command against this server's instance and workspace."""
+        proc = subprocess.run([str(VENV_BIN / "dagster"), *args, "-w", str(self.workspace)], cwd=REPO, env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"dagster {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+        return proc.stdout
+
+    def stop_automation(self) -> None:
+        """Stop the change sensor (default RUNNING), so a test decides which runs exist."""
+        self.cli("sensor", "stop", "skillhub_change_sensor")
+
     def gql(self, query: str, variables: dict | None = None) -> dict:
         return graphql(self.url, query, variables)
+
+    def launch_job(self, job: str, partition: str | None = None, location: str = "skill2env") -> str:
+        """Launch a job run the way the UI's Launchpad does; returns the run id."""
+        tags = [{"key": "dagster/partition", "value": partition}] if partition else []
+        params = {"selector": {"repositoryLocationName": location, "repositoryName": "__repository__",
+                               "jobName": job}, "executionMetadata": {"tags": tags}}
+        result = self.gql(LAUNCH_RUN, {"params": params})["launchRun"]
+        assert result["__typename"] == "LaunchRunSuccess", f"launch of {job} refused: {result}"
+        return result["run"]["runId"]
+
+    def wait_run(self, run_id: str, timeout: float = 150.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [r for r in self.runs() if r["runId"] == run_id]
+            if found and found[0]["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
+                return found[0]["status"]
+            time.sleep(1)
+        raise TimeoutError(f"run {run_id} not finished after {timeout}s:\n{self.log_tail()}")
 
     def runs(self, tags: dict[str, str] | None = None) -> list[dict]:
         flt = {"tags": [{"key": k, "value": v} for k, v in (tags or {}).items()]}
