@@ -9,14 +9,18 @@ from typing import Any
 import dagster as dg
 
 from skill2env_dagster.assets.automation import build_change_sensor, build_crawl_schedule
+from skill2env_dagster.assets.export import corpus_export, corpus_stats
 from skill2env_dagster.assets.plans import axis_samples, workflow_plans
+from skill2env_dagster.assets.probe import retrieval_probe
 from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
+from skill2env_dagster.assets.tasks import TASK_ASSETS
+from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 
-SKILL_ASSETS: list[Any] = [skillhub_snapshot, workflow_plans, axis_samples]
-GLOBAL_ASSETS: list[Any] = [skillhub_crawl]
+SKILL_ASSETS: list[Any] = [skillhub_snapshot, workflow_plans, axis_samples, *TASK_ASSETS]
+GLOBAL_ASSETS: list[Any] = [skillhub_crawl, retrieval_probe, corpus_export, corpus_stats]
 CHECKS: list[Any] = []
 
 
@@ -27,6 +31,7 @@ def default_resources() -> dict[str, Any]:
         "artifacts": artifacts,
         "skillhub": SkillHubResource(sources_file=os.environ.get("S2E_SOURCES", "")),
         "llm": LLMResource.from_env(),
+        "docker": DockerResource(),
     }
 
 

@@ -14,7 +14,6 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-TASK_STEPS = ["skillhub_snapshot", "workflow_plans", "axis_samples", "task_bundles", "gate_reports"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,41 +49,41 @@ def _resources(out: Path) -> dict:
             "llm": LLMResource(), "docker": DockerResource()}
 
 
-def _assets() -> list:
-    from skill2env_dagster.assets.plans import build_plan_assets
-    from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
-    from skill2env_dagster.assets.tasks import TASK_ASSETS
-
-    return [raw_skill_md, skillhub_crawl, skillhub_snapshot, *build_plan_assets(), *TASK_ASSETS]
-
-
 def _materialize(out: Path, max_variants: int, only: list[str] | None) -> list[str]:
+    """Run the real code location's jobs (crawl, then one skill_pipeline run per skill) in a persistent instance,
+    so `dagster dev` with the same DAGSTER_HOME shows every run, materialisation and lineage afterwards."""
     import dagster as dg
+
+    from skill2env_dagster.definitions import build_defs
 
     home = Path(os.environ.get("DAGSTER_HOME") or out / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     os.environ["DAGSTER_HOME"] = str(home)
     instance = dg.DagsterInstance.get()
-    assets, resources = _assets(), _resources(out)
-    dg.materialize(assets, selection=["skillhub_crawl"], instance=instance, resources=resources)
+    defs = build_defs(_resources(out))
+    defs.resolve_job_def("skillhub_crawl_job").execute_in_process(instance=instance)
     keys = [k for k in instance.get_dynamic_partitions("skills") if only is None or k in only]
     config = {"ops": {"task_bundles": {"config": {"max_variants": max_variants}}}}
+    pipeline = defs.resolve_job_def("skill_pipeline")
     failed = []
-    for key in sorted(keys):
-        res = dg.materialize(assets, selection=TASK_STEPS, partition_key=key, instance=instance,
-                             resources=resources, run_config=config, raise_on_error=False)
+    for i, key in enumerate(sorted(keys), 1):
+        print(f"demo: [{i}/{len(keys)}] {key}", file=sys.stderr, flush=True)
+        res = pipeline.execute_in_process(partition_key=key, instance=instance, run_config=config,
+                                          raise_on_error=False)
         if not res.success:
             failed.append(key)
     return failed
 
 
 def _funnel(out: Path, failed: list[str]) -> dict:
-    from skill2env_dagster.models.skill import SkillRecord
     from skill2env_dagster.models.task import TaskBundleSet, TaskGateReports
     from skill2env_dagster.store import ArtifactStore
 
+    from skill2env_dagster.skillhub.snapshot import latest_snapshot_dir, load_record
+
     store = ArtifactStore(out / "artifacts")
-    skills = store.load_all("skillhub_snapshot", SkillRecord)
+    snap = latest_snapshot_dir(store.dir("skillhub_crawl"))  # the whole crawl, not only the partitions run
+    skills = {p.stem: load_record(snap, p.stem) for p in sorted((snap / "records").glob("*.json"))}
     bundles = store.load_all("task_bundles", TaskBundleSet)
     gates = store.load_all("gate_reports", TaskGateReports)
     screened = Counter(r.value for s in skills.values() if s.status.value == "screened_out" for r in s.reasons)
@@ -109,6 +108,10 @@ def _export(paths: list[str], dest: Path) -> list[str]:
     from skill2env_dagster.store import atomic_replace_dir
 
     dest.mkdir(parents=True, exist_ok=True)
+    keep = {Path(p).name for p in paths}
+    for old in dest.iterdir():  # the folder mirrors the current retained set: drop tasks no longer retained
+        if old.is_dir() and old.name not in keep:
+            shutil.rmtree(old)
     names = []
     for p in paths:
         staging = dest / f".{Path(p).name}.tmp"
@@ -129,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     funnel["tasks_dir"] = str(out / "tasks")
     funnel["dagster_home"] = os.environ["DAGSTER_HOME"]
     print(json.dumps(funnel, indent=2))
+    print(f"\nBrowse the runs: DAGSTER_HOME={out / 'dagster_home'} S2E_ARTIFACTS_DIR={out / 'artifacts'} "
+          f"S2E_SOURCES={out / 'sources.yaml'} .venv/bin/dagster dev -w workspace.yaml", file=sys.stderr)
     return 0 if funnel["exported"] and not failed else 1
 
 
