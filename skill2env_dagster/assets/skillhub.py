@@ -92,14 +92,19 @@ def _observation(r: SkillRecord) -> dg.AssetObservation:
         asset_key="raw_skill_md",
         partition=r.skill_id,
         tags={"dagster/data_version": r.bundle_digest},
-        metadata={
-            "skill_md": dg.MetadataValue.path(str(Path(r.abs_path) / r.skill_file)),
-            "source": r.source,
-            "source_commit": r.source_commit or "",
-            "rel_path": r.rel_path,
-            "bundle_digest": r.bundle_digest,
-        },
+        metadata=provenance_metadata(r),
     )
+
+
+def provenance_metadata(r: SkillRecord) -> dict[str, object]:
+    """Where a skill came from, as every per-skill asset shows it: the SKILL.md path and source commit."""
+    return {
+        "skill_md": dg.MetadataValue.path(str(Path(r.abs_path) / r.skill_file)),
+        "source": r.source,
+        "source_commit": r.source_commit or "",
+        "rel_path": r.rel_path,
+        "bundle_digest": r.bundle_digest,
+    }
 
 
 @dg.asset(
@@ -130,11 +135,7 @@ def _snapshot_result(record: SkillRecord) -> dg.MaterializeResult:
     return dg.MaterializeResult(
         data_version=dg.DataVersion(record_fingerprint(record)),
         metadata={
-            "skill_md": dg.MetadataValue.path(str(Path(record.abs_path) / record.skill_file)),
-            "source": record.source,
-            "source_commit": record.source_commit or "",
-            "rel_path": record.rel_path,
-            "bundle_digest": record.bundle_digest,
+            **provenance_metadata(record),
             "name": record.name or "",
             "domain": record.domain,
             "status": record.status.value,
