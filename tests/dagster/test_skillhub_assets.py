@@ -129,3 +129,40 @@ def test_schedule_runs_crawl_nightly(setup):
 def test_definitions_load(setup):
     _, resources, _ = setup
     dg.Definitions.validate_loadable(build_defs(resources))
+
+
+def test_git_source_two_commits_new_data_versions_only_for_changed(tmp_path):
+    import subprocess
+
+    from tests.support.hub import commit_all, init_repo
+
+    work = tmp_path / "work"
+    init_repo(work)
+    make_hub(work)
+    c1 = commit_all(work, "one")
+    bare = tmp_path / "hub.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    sources = write_sources(tmp_path / "sources.yaml", [{"name": "g", "kind": "git", "url": str(bare), "ref": "main"}],
+                            tmp_path / "cache")
+    resources = {"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
+                 "skillhub": SkillHubResource(sources_file=str(sources))}
+    instance = dg.DagsterInstance.ephemeral()
+
+    def versions() -> dict[str, tuple[str, str]]:
+        out = {}
+        for rec in instance.fetch_observations(dg.AssetKey("raw_skill_md"), limit=100).records:
+            obs = rec.asset_observation
+            out.setdefault(obs.partition, (obs.tags["dagster/data_version"], obs.metadata["source_commit"].value))
+        return out
+
+    _crawl(resources, instance)
+    first = versions()
+    assert {commit for _, commit in first.values()} == {c1}
+    (work / "csv-cleaner" / "SKILL.md").write_text((work / "csv-cleaner" / "SKILL.md").read_text() + "\nAlso trim.\n")
+    c2 = commit_all(work, "two")
+    subprocess.run(["git", "push", "-q", str(bare), "main"], cwd=work, check=True)
+    _crawl(resources, instance)
+    second = versions()
+    assert {commit for _, commit in second.values()} == {c2}
+    changed = sorted(k for k in first if first[k][0] != second[k][0])
+    assert changed == ["g__csv-cleaner"]
