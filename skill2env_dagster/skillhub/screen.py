@@ -86,7 +86,8 @@ def _line_hits(texts: dict[str, str], skill_file: str, book: CompiledBook,
         if book.skip_files.search(path) or not texts[path]:
             continue
         ctx = build_context(path, texts[path], book)
-        for rule in book.rules:
+        for k in ctx.active_rules(book):
+            rule = book.rules[k]
             weight = 1.0 if path == skill_file else book.book.scoring[rule.rule.code].other_files
             for f in _rule_hits_in_file(rule, ctx, book, identity):
                 hits[rule.rule.id].append((weight, f))
@@ -210,7 +211,7 @@ def _document_checks(texts: dict[str, str], body: str, skill_file: str, book: Co
     docs = book.book.document_checks
     actionable = _actionable_count(texts, body, skill_file, book)
     out: list[Finding] = []
-    persona_lines = [ln for ln in body.split("\n") if book.persona_cues.search(ln)]
+    persona_lines = _persona_lines(body, book)
     if len(persona_lines) >= docs.persona_only.min_persona_lines and actionable <= docs.persona_only.max_actionable:
         out.append(Finding(code=ReasonCode.PERSONA_ONLY, rule="doc.persona_only", file=skill_file,
                            line=_line_of(texts.get(skill_file, ""), persona_lines[0]),
@@ -222,6 +223,14 @@ def _document_checks(texts: dict[str, str], body: str, skill_file: str, book: Co
                            file=skill_file, line=0,
                            text=f"body has {words} words and no code, steps, commands or supporting files"))
     return out
+
+
+def _persona_lines(body: str, book: CompiledBook) -> list[str]:
+    """Lines holding a persona cue. One search over the whole body first: most skills have none, and a line match
+    implies a whole-body match, so the per-line pass runs only when it can find something."""
+    if not book.persona_cues.search(body):
+        return []
+    return [ln for ln in body.split("\n") if book.persona_cues.search(ln)]
 
 
 def _actionable_count(texts: dict[str, str], body: str, skill_file: str, book: CompiledBook) -> int:

@@ -13,6 +13,8 @@ from bisect import bisect_right
 from itertools import accumulate
 from dataclasses import dataclass, field
 
+import ahocorasick
+
 from skill2env_dagster.skillhub.rules import CompiledBook
 
 # Very long lines (minified JSON, base64 blobs) are scanned in chunks: `[^\n]*` patterns stay linear per chunk.
@@ -38,41 +40,43 @@ class FileContext:
     block_start: list[int] = field(default_factory=list)
     under_detection_heading: list[bool] = field(default_factory=list)
     test_data: bool = False
-    _lower: tuple[str, list[int]] | None = None
-    _by_trigger: dict[str, frozenset[int]] = field(default_factory=dict)
+    automaton: ahocorasick.Automaton | None = None
+    _by_trigger: dict[str, frozenset[int]] | None = None
 
     def line_index(self, offset: int) -> int:
         """0-based index into `lines` of a character offset in `scan_text`."""
         return bisect_right(self.starts, offset) - 1
 
-    def _lowered(self) -> tuple[str, list[int]]:
-        """Lower-cased text and its own line starts (lower() may change lengths, never the newlines)."""
-        if self._lower is None:
-            low = self.scan_text.lower()
-            starts = [0, *accumulate(len(x) + 1 for x in low.split("\n")[:-1])]
-            self._lower = (low, starts)
-        return self._lower
+    def _trigger_index(self) -> dict[str, frozenset[int]]:
+        """trigger -> lines holding it, from one Aho-Corasick pass over the lower-cased file (built on first use).
 
-    def _trigger_lines(self, trigger: str) -> frozenset[int]:
-        """Lines holding `trigger`, cached: several rules share triggers such as "curl" or "http"."""
-        cached = self._by_trigger.get(trigger)
-        if cached is None:
-            low, starts = self._lowered()
-            lines: set[int] = set()
-            pos = low.find(trigger)
-            while pos >= 0:
-                i = bisect_right(starts, pos) - 1
-                lines.add(i)
-                pos = low.find(trigger, starts[i + 1]) if i + 1 < len(starts) else -1
-            cached = self._by_trigger[trigger] = frozenset(lines)
-        return cached
+        Lower-casing may change a line's length (never its newlines), so lines are located in the lowered text.
+        """
+        if self._by_trigger is None:
+            found: dict[str, set[int]] = {}
+            if self.automaton is not None:
+                low = self.scan_text.lower()
+                starts = [0, *accumulate(len(x) + 1 for x in low.split("\n")[:-1])]
+                for end, word in self.automaton.iter(low):
+                    found.setdefault(word, set()).add(bisect_right(starts, end) - 1)
+            self._by_trigger = {w: frozenset(v) for w, v in found.items()}
+        return self._by_trigger
+
+    def active_rules(self, book: CompiledBook) -> list[int]:
+        """Indices (in rule-book order) of the rules that can match in this file: those without triggers and those
+        with a trigger present. Most rules are skipped without a single regex call."""
+        active = set(book.untriggered_rules)
+        for t in self._trigger_index():
+            active.update(book.rules_by_trigger[t])
+        return sorted(active)
 
     def candidate_lines(self, triggers: tuple[str, ...], widen: int) -> list[int]:
-        """Indices of lines containing any trigger (found with str.find), widened by `widen` lines each way."""
+        """Indices of lines containing any trigger, widened by `widen` lines each way."""
+        index = self._trigger_index()
         found: set[int] = set()
         for t in triggers:
-            found |= self._trigger_lines(t)
-        if widen:
+            found |= index.get(t, frozenset())
+        if widen and found:
             n = len(self.lines)
             found = {j for i in found for j in range(max(0, i - widen), min(n, i + widen + 1))}
         return sorted(found)
@@ -85,7 +89,8 @@ def build_context(path: str, text: str, book: CompiledBook) -> FileContext:
     for ln in lines:
         starts.append(pos)
         pos += len(ln) + 1
-    ctx = FileContext(path=path, scan_text="\n".join(lines), lines=lines, orig_line=orig, starts=starts)
+    ctx = FileContext(path=path, scan_text="\n".join(lines), lines=lines, orig_line=orig, starts=starts,
+                      automaton=book.triggers)
     ctx.test_data = bool(book.fixture_paths.search(path) and book.data_files.search(path))
     _mark_structure(ctx, book, markdown=bool(_MARKDOWN_EXT.search(path)))
     return ctx
