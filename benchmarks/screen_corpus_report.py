@@ -4,12 +4,18 @@ Prints per-code counts, precision/recall of needs_external_account / needs_live_
 persona_only against the manifest tags (needs_credentials:, needs_live_service:, needs_hardware:, persona_only),
 every malicious/harmful hit (the corpus is benign: each one is a false positive), and the screening speed.
 
-    .venv/bin/python benchmarks/screen_corpus_report.py [--corpus ../shared/corpus] [--show CODE]
+Overfitting guard: the corpus is split into two halves by a hash of the skill id, stratified by manual tag so both
+halves hold tagged skills (within each stratum, skills sorted by SHA-256 of their id alternate dev / held-out).
+Rules are developed looking at the `dev` half only; the `held-out` figures are the honest ones. Skill ids behind
+held-out errors are listed only with --list-held-out (so a rule author does not look at them by accident).
+
+    .venv/bin/python benchmarks/screen_corpus_report.py [--corpus ../shared/corpus] [--show CODE] [--list-held-out]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from collections import Counter
@@ -26,6 +32,7 @@ TAG_TO_CODE = {
     "persona_only": "persona_only",
 }
 SKILL_FILES = ("SKILL.md", "skill.md", "Skill.md")
+HALVES = ("dev", "held-out")
 
 
 def read_skill(folder: Path) -> tuple[dict[str, str], dict, str]:
@@ -48,10 +55,39 @@ def expected_codes(quirks: list[str]) -> set[str]:
     return {code for q in quirks for tag, code in TAG_TO_CODE.items() if q == tag or q.startswith(tag + ":")}
 
 
+def split_halves(manifest: list[dict]) -> dict[str, str]:
+    """skill id -> "dev" | "held-out": per stratum (rarest manual tag, else none), ids sorted by SHA-256 alternate."""
+    order = ("needs_live_service", "needs_hardware", "persona_only", "needs_external_account")
+    strata: dict[str, list[str]] = {}
+    for e in manifest:
+        exp = expected_codes(e["quirks"])
+        strata.setdefault(next((c for c in order if c in exp), "none"), []).append(e["id"])
+    half: dict[str, str] = {}
+    for ids in strata.values():
+        for k, sid in enumerate(sorted(ids, key=lambda i: hashlib.sha256(i.encode()).hexdigest())):
+            half[sid] = HALVES[k % 2]
+    return half
+
+
+def print_scores(results: list[tuple[str, set[str], set[str], list]], title: str, list_ids: bool) -> None:
+    print(f"\n{title}:{' ' * max(1, 31 - len(title))}tp  fp  fn  precision  recall")
+    for code in TAG_TO_CODE.values():
+        tp = sum(1 for _, exp, got, _ in results if code in exp and code in got)
+        fp = sum(1 for _, exp, got, _ in results if code not in exp and code in got)
+        fn = sum(1 for _, exp, got, _ in results if code in exp and code not in got)
+        prec = f"{tp / (tp + fp):.2f}" if tp + fp else "n/a"
+        rec = f"{tp / (tp + fn):.2f}" if tp + fn else "n/a"
+        print(f"  {code:28s} {tp:3d} {fp:3d} {fn:3d}  {prec:>9s}  {rec:>6s}")
+        for sid, exp, got, _ in results if list_ids else []:
+            if (code in got) != (code in exp):
+                print(f"      {'FP' if code in got else 'FN'} {sid}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     ap.add_argument("--show", action="append", default=[], help="print findings of this code")
+    ap.add_argument("--list-held-out", action="store_true", help="also list skill ids behind held-out errors")
     args = ap.parse_args()
     manifest = json.loads((args.corpus / "manifest.json").read_text())
     settings = ScreenSettings()
@@ -72,17 +108,12 @@ def main() -> None:
     print("\nper-code counts:")
     for code, n in counts.most_common():
         print(f"  {code:24s} {n}")
-    print("\nagainst manual tags:            tp  fp  fn  precision  recall")
-    for code in TAG_TO_CODE.values():
-        tp = sum(1 for _, exp, got, _ in results if code in exp and code in got)
-        fp = sum(1 for _, exp, got, _ in results if code not in exp and code in got)
-        fn = sum(1 for _, exp, got, _ in results if code in exp and code not in got)
-        prec = f"{tp / (tp + fp):.2f}" if tp + fp else "n/a"
-        rec = f"{tp / (tp + fn):.2f}" if tp + fn else "n/a"
-        print(f"  {code:28s} {tp:3d} {fp:3d} {fn:3d}  {prec:>9s}  {rec:>6s}")
-        for sid, exp, got, _ in results:
-            if (code in got) != (code in exp):
-                print(f"      {'FP' if code in got else 'FN'} {sid}")
+    half = split_halves(manifest)
+    for name in HALVES:
+        part = [r for r in results if half[r[0]] == name]
+        print_scores(part, f"{name} half ({len(part)} skills) vs manual tags",
+                     list_ids=name == "dev" or args.list_held_out)
+    print_scores(results, f"all {len(results)} skills vs manual tags", list_ids=False)
     for code in ["malicious", "harmful", *args.show]:
         hits = [(sid, f) for sid, _, _, fs in results for f in fs if f.code.value == code]
         print(f"\n{code} hits on the corpus: {len(hits)}")
