@@ -79,12 +79,19 @@ class OfflineGenerator:
 
     def __init__(self) -> None:
         self._designs: dict[str, Design] = {}
+        self._used: dict[str, list[str]] = {}  # skill id -> recipes its earlier variants realised
 
     def design(self, ctx: CreationContext) -> Design:
+        """The task's whole Design, made once per task name; the recipe follows the sampled archetype and
+        verifier pattern, and a skill's later variants prefer a fallback combination over repeating a recipe."""
         if ctx.task_name not in self._designs:
-            recipe = pick_recipe(ctx.sample.archetype, needs_service(ctx.grounding, ctx.skill))
+            s, used = ctx.sample, self._used.setdefault(ctx.skill.skill_id, [])
+            fallbacks = [(c.archetype, c.primary_verifier_pattern) for c in s.fallbacks]
+            recipe = pick_recipe(s.archetype, needs_service(ctx.grounding, ctx.skill), s.primary_verifier_pattern,
+                                 fallbacks, avoid=used)
             inp = RecipeInput(ctx.skill, ctx.workflow, ctx.sample, ctx.grounding, ctx.seed)
             self._designs[ctx.task_name] = recipe.design(inp)
+            used.append(recipe.name)
         return self._designs[ctx.task_name]
 
     def environment(self, ctx: CreationContext) -> EnvironmentDraft:

@@ -22,7 +22,8 @@ def test_demo_exports_tasks_that_pass_gates(docker_client, tmp_path, monkeypatch
     text = capsys.readouterr().out
     funnel = json.loads(text[text.index('{\n  "skills_crawled"'):])
     assert code == 0
-    assert funnel["screened_out_by_reason"] == {"persona_only": 1}
+    # The funnel counts the whole crawl (all example skills), while --only restricts what is planned and built.
+    assert funnel["skills_crawled"] >= 20 and funnel["screened_out_by_reason"]["persona_only"] >= 1
     assert funnel["planned"] == 2 and funnel["created"] == 4
     exported = sorted((out / "tasks").iterdir())
     assert len(exported) == funnel["retained"] == len(funnel["exported"]) >= 3

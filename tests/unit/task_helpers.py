@@ -10,6 +10,7 @@ import yaml
 from skill2env_dagster.models.skill import FileEntry, SkillRecord
 from skill2env_dagster.planning.axes import sample_axes
 from skill2env_dagster.planning.offline import plan_offline
+from skill2env_dagster.tasks.recipes import ARCHETYPE_TO_RECIPE, RECIPES
 
 ARCHETYPES = ["transform_convert", "data_query", "repair_debug", "audit_report", "build_to_spec", "service_runtime"]
 
@@ -31,12 +32,14 @@ def skill_from_dir(folder: Path, source: str = "examples") -> SkillRecord:
 
 
 def plans_and_axes(skill: SkillRecord, archetypes: list[str] | None = None):
-    """Offline plans and axes; with `archetypes`, variant i is forced onto archetypes[i] (one task per recipe)."""
+    """Offline plans and axes; with `archetypes`, variant i is forced onto archetypes[i] and the verifier pattern
+    of the recipe it maps to (one task per recipe), without fallbacks."""
     plans = plan_offline(skill, prompt_version="test")
     axes = sample_axes(plans)
     if archetypes:
         base = axes.samples
-        samples = [base[i % len(base)].model_copy(update={"variant": i, "archetype": a})
-                   for i, a in enumerate(archetypes)]
+        samples = [base[i % len(base)].model_copy(update={
+            "variant": i, "archetype": a, "fallbacks": [],
+            "primary_verifier_pattern": RECIPES[ARCHETYPE_TO_RECIPE[a]].verifier}) for i, a in enumerate(archetypes)]
         axes = axes.model_copy(update={"samples": samples})
     return plans, axes

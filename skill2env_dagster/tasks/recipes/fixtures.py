@@ -42,15 +42,18 @@ def _items(inp: RecipeInput, n: int, salt: str) -> tuple[list[str], str, str]:
 
 
 def make_records(inp: RecipeInput, n: int, salt: str) -> Records:
-    """n rows with 3–4 categories named after the skill's vocabulary and seeded integer measures."""
+    """n ≥ 2 rows with 3–4 categories named after the skill's vocabulary, seeded integer measures, and at least
+    one void and one ok row."""
     rng = inp.rng(salt)
     items, item_col, origin = _items(inp, n, salt)
     cat_word, *cats = inp.grounding.words(5, rng, exclude=set(item_col.split("-")))
     categories = sorted(cats[: 3 + (inp.level >= 2)])
-    rows = []
-    for i in range(n):
-        status = "void" if rng.random() < 0.2 else "ok"
-        rows.append((f"r{i + 1:03d}", categories[i % len(categories)], items[i], rng.randint(1, 90), status))
+    statuses = ["void" if rng.random() < 0.2 else "ok" for _ in range(n)]
+    for status in ("void", "ok"):  # both always present: the status rule must change the answer
+        if status not in statuses:
+            statuses[rng.randrange(n)] = status
+    rows = [(f"r{i + 1:03d}", categories[i % len(categories)], items[i], rng.randint(1, 90), statuses[i])
+            for i in range(n)]
     rng.shuffle(rows)
     category_col = slug(cat_word, "group").replace("-", "_")
     item_col = item_col.replace("-", "_")

@@ -54,6 +54,29 @@ def _values(inp: RecipeInput, fields: list[tuple[str, object]], n: int) -> list[
     return unique
 
 
+def _statuses(n: int, rng) -> list[str]:
+    """Inbox statuses with at least one archived and one new row, so the archive rule always matters."""
+    statuses = ["archived" if rng.random() < 0.25 else "new" for _ in range(n)]
+    for status in ("archived", "new"):
+        if status not in statuses:
+            statuses[rng.randrange(n)] = status
+    return statuses
+
+
+def _pad_one(cells: list[list[str]], lines: list[dict], names: list[str], ints: list[str], expected: list[dict],
+             rng) -> None:
+    """Make sure one text cell of a row that must be imported carries stray spaces (ints are parsed anyway)."""
+    texts = [i for i, k in enumerate(names) if k not in ints]
+    wanted = [j for j, r in enumerate(lines) if r.get("status") == "new" and any(r is e or r == dict(e, status="new")
+                                                                                 for e in expected)]
+    if not texts or not wanted:
+        return
+    if any(cells[j][i] != cells[j][i].strip() for j in wanted for i in texts):
+        return
+    j, i = rng.choice(wanted), rng.choice(texts)
+    cells[j][i] = f" {cells[j][i]} "
+
+
 class ServiceRecipe:
     name = "api_import_stub"
     archetype = "service_runtime"
@@ -68,13 +91,15 @@ class ServiceRecipe:
         rows = _values(inp, fields, 12 + 2 * inp.level)
         seed, inbox = rows[:3], rows[3:]
         rng = inp.rng("service:status")
-        statuses = ["archived" if rng.random() < 0.25 else "new" for _ in inbox]
+        statuses = _statuses(len(inbox), rng)
         dupes = [dict(s) for s in seed[:1 + (inp.level >= 1)]]
         expected = [r for r, s in zip(inbox, statuses) if s == "new"]
         lines = [dict(r, status=s) for r, s in zip(inbox, statuses)] + [dict(d, status="new") for d in dupes]
         rng.shuffle(lines)
-        csv_text = ",".join(names + ["status"]) + "\n" + "".join(
-            ",".join(self._cell(str(r[k]), inp.level, rng) for k in names + ["status"]) + "\n" for r in lines)
+        cells = [[self._cell(str(r[k]), inp.level, rng) for k in names + ["status"]] for r in lines]
+        if inp.level >= 1:
+            _pad_one(cells, lines, names, ints, expected, rng)
+        csv_text = ",".join(names + ["status"]) + "\n" + "".join(",".join(c) + "\n" for c in cells)
         cli = f"{slug(collection.rsplit('/', 1)[-1], 'svc')}-cli"
         contract = StubContract(collection, names, names, ints, [{"id": f"R-{i + 1}", **s} for i, s in enumerate(seed)])
         files, docker = stub_service(contract, cli)

@@ -9,14 +9,26 @@ METRICS = ["header_ok", "rows_correct", "order_correct"]
 
 
 def _messy(rec: Records, level: int, inp: RecipeInput) -> list[list[str]]:
-    """Input lines as written: with level ≥ 1 untidy category cells, with level ≥ 2 superseded duplicate ids."""
+    """Input lines as written: with level ≥ 1 untidy category cells, with level ≥ 2 superseded duplicate ids.
+
+    Each rule the instruction states is exercised at least once on an ok row (the rows that count), so a
+    solution that skips the rule always gets a different report: random draws alone left some fixtures with
+    nothing to normalise or supersede (make_records already guarantees a void row).
+    """
     rng = inp.rng("transform:messy")
+    ok_rows = [i for i, r in enumerate(rec.rows) if r[4] == "ok"]
+    messy = {i for i in range(len(rec.rows)) if level >= 1 and rng.random() < 0.4}
+    superseded = {i for i in range(len(rec.rows)) if level >= 2 and rng.random() < 0.3}
+    if level >= 1 and not messy & set(ok_rows):
+        messy.add(rng.choice(ok_rows))
+    if level >= 2 and not superseded & set(ok_rows):
+        superseded.add(rng.choice(ok_rows))
     lines = []
-    for rid, cat, item, val, status in rec.rows:
-        shown = cat
-        if level >= 1 and rng.random() < 0.4:
-            shown = rng.choice([f" {cat}", f"{cat.upper()}", f"{cat.title()} "])
-        if level >= 2 and rng.random() < 0.3:  # an earlier, superseded version of this row
+    for i, (rid, cat, item, val, status) in enumerate(rec.rows):
+        shown = rng.choice([f" {cat}", f"{cat.upper()}", f"{cat.title()} "]) if i in messy else cat
+        if shown.strip().lower() == shown:  # upper()/title() are no-ops on a category without letters
+            shown = f" {cat}" if i in messy else shown
+        if i in superseded:  # an earlier, superseded version of this row
             lines.append([rid, rng.choice(rec.categories), item, str(rng.randint(100, 200)), "ok"])
         lines.append([rid, shown, item, str(val), status])
     return lines
