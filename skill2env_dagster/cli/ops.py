@@ -23,15 +23,14 @@ from skill2env_dagster.reasons import InfraError, ReasonCode, Skill2EnvError
 DEFAULT_URL = os.environ.get("S2E_DAGSTER_URL", "http://127.0.0.1:3000")
 DEFAULT_LOCATION = "skill2env"
 
+NODES_QUERY = """
+query Nodes { assetNodes { assetKey { path } isPartitioned isMaterializable } }
+"""
+
+# Only partitioned assets may be asked for staleStatusByPartition (an unpartitioned one makes the server fail).
 STALE_QUERY = """
-query StaleByPartition {
-  assetNodes {
-    assetKey { path }
-    isPartitioned
-    isMaterializable
-    partitionKeys
-    staleStatusByPartition
-  }
+query StaleByPartition($keys: [AssetKeyInput!]) {
+  assetNodes(assetKeys: $keys) { assetKey { path } partitionKeys staleStatusByPartition }
 }
 """
 
@@ -85,6 +84,9 @@ def graphql(url: str, query: str, variables: dict | None = None, timeout: float 
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             payload = json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        detail = e.read().decode(errors="replace")[:2000]
+        raise InfraError(ReasonCode.INTERNAL_ERROR, f"Dagster webserver at {url} answered {e.code}: {detail}") from e
     except (urllib.error.URLError, TimeoutError, json.JSONDecodeError) as e:
         raise InfraError(ReasonCode.INTERNAL_ERROR, f"Dagster webserver at {url} did not answer: {e}") from e
     if payload.get("errors"):
@@ -95,11 +97,13 @@ def graphql(url: str, query: str, variables: dict | None = None, timeout: float 
 def stale_partitions(url: str, assets: list[str] | None = None) -> list[StalePartition]:
     """Every (asset, partition) the webserver reports STALE; MISSING and FRESH partitions are left alone."""
     wanted = set(assets or [])
+    keys = [n["assetKey"] for n in graphql(url, NODES_QUERY)["assetNodes"]
+            if n["isPartitioned"] and n["isMaterializable"] and (not wanted or "/".join(n["assetKey"]["path"]) in wanted)]
+    if not keys:
+        return []
     found: list[StalePartition] = []
-    for node in graphql(url, STALE_QUERY)["assetNodes"]:
+    for node in graphql(url, STALE_QUERY, {"keys": keys})["assetNodes"]:
         name = "/".join(node["assetKey"]["path"])
-        if not node["isPartitioned"] or not node["isMaterializable"] or (wanted and name not in wanted):
-            continue
         statuses = node["staleStatusByPartition"] or []
         found += [StalePartition(name, k) for k, s in zip(node["partitionKeys"], statuses) if s == "STALE"]
     return found
