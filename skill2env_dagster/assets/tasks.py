@@ -21,7 +21,10 @@ from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore, canonical_json, sha256_bytes
 from skill2env_dagster.tasks import recipes
-from skill2env_dagster.tasks.generator import OfflineGenerator
+from skill2env_dagster.reasons import LLMError, is_retryable
+from skill2env_dagster.resources.llm import LLMResource, env_fingerprint
+from skill2env_dagster.tasks.generator import OfflineGenerator, TaskGenerator
+from skill2env_dagster.tasks.llm_generator import LLMGenerator, task_prompts_version
 from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
 
 SNAPSHOT, PLANS, AXES = "skillhub_snapshot", "workflow_plans", "axis_samples"
@@ -37,12 +40,20 @@ FROZEN_CHECK, PASS_CHECK = "retained_tasks_frozen", "retained_tasks_pass_gates"
 
 
 def _code_version() -> str:
-    """Recipes, wording and the creator decide every task: their source hash marks all bundles stale."""
+    """Recipes, wording and the creator decide every offline task, the task prompts (and model settings) every
+    model-made one: a change to either marks all bundles stale."""
     h = hashlib.sha256()
     folder = Path(recipes.__file__).parent.parent
     for p in sorted(folder.rglob("*.py")):
         h.update(p.read_bytes())
-    return h.hexdigest()[:12]
+    return f"{h.hexdigest()[:12]}+{task_prompts_version(env_fingerprint())}"
+
+
+def _generator(llm: LLMResource) -> TaskGenerator:
+    """The offline recipes when no model is configured, else one model call per creation step."""
+    if llm.is_offline():
+        return OfflineGenerator()
+    return LLMGenerator(llm.client(), llm.model, task_prompts_version(llm.fingerprint()))
 
 
 def _table(bundles: list[TaskBundle]) -> str:
@@ -67,7 +78,11 @@ def _bundle_metadata(result: TaskBundleSet) -> dict[str, object]:
         "rubric": dg.MetadataValue.md(first.rubric if first else "(none)"),
         "metrics": dg.MetadataValue.json({b.task_name: b.metrics for b in result.bundles}),
         "generator": result.generator,
+        "model": result.model or "",
         "prompt_version": result.prompt_version,
+        "llm_calls": result.usage.calls, "cache_hits": result.usage.cache_hits,
+        "prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens,
+        "cost_usd": dg.MetadataValue.float(result.usage.cost_usd),
     }
 
 
@@ -94,7 +109,7 @@ def _skip(store: ArtifactStore, key: str, reason: str) -> dg.Output | dg.Materia
                                    description="Retained tasks are unchanged since their freeze.")],
 )
 def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, artifacts: ArtifactStoreResource,
-                 docker: DockerResource) -> dg.MaterializeResult:
+                 docker: DockerResource, llm: LLMResource) -> dg.MaterializeResult:
     """Harbor task folders for one skill: created in frozen order, gated on the real engine, solution-repaired."""
     key, store = context.partition_key, artifacts.store()
     skill = store.load(SNAPSHOT, key, SkillRecord)
@@ -102,8 +117,14 @@ def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, 
         return _skip(store, key, "not_eligible")
     plans, axes = store.load(PLANS, key, WorkflowPlanSet), store.load(AXES, key, AxisSampleSet)
     settings = CreationSettings(max_repairs=config.max_repairs, max_variants=config.max_variants)
-    result, _ = create_tasks_for_skill(store, skill, plans, axes, OfflineGenerator(), docker.gate,
-                                       docker.base_images(), settings)
+    gen = _generator(llm)
+    try:
+        result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(), settings)
+    except LLMError as e:
+        raise dg.Failure(description=f"task creation for {key} failed: {e}", metadata={"reason": e.reason.value},
+                         allow_retries=is_retryable(e.reason)) from e
+    if isinstance(gen, LLMGenerator):
+        result.usage = gen.total_usage()
     digest = store.save(TASKS, key, result)
     context.log.info(f"task_bundles skill={key} created={len(result.bundles)} retained={len(result.retained())}")
     return dg.MaterializeResult(data_version=dg.DataVersion(digest[:24]), metadata=_bundle_metadata(result),

@@ -21,7 +21,7 @@ from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.models.task import Axes, TaskBundle, TaskBundleSet
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import AgentTable, EnvironmentTable, TaskInfo, TaskToml, VerifierTable
-from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
+from skill2env_dagster.reasons import LLMError, ReasonCode, Skill2EnvError
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.builder import TaskBuilder
 from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, TaskGenerator, make_context
@@ -123,6 +123,8 @@ def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, 
         if report.verdict is not GateVerdict.RETAINED:
             reasons = [report.reason or ReasonCode.INTERNAL_ERROR]
             evidence = [f"{c.name}: {c.evidence}"[:500] for c in report.checks if c.verdict is not CheckVerdict.PASS]
+    except LLMError:
+        raise  # the model failed, not the candidate: the caller fails the whole partition with this reason
     except Skill2EnvError as e:
         reasons, evidence = [e.reason], [str(e)[:500]]
     status = "retained" if not reasons else ("error" if report and report.verdict is GateVerdict.INFRA_FAILED

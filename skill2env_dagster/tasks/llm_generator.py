@@ -1,0 +1,115 @@
+"""The model-backed task generator: the TaskGenerator protocol with one structured model call per creation step.
+
+environment → instruction → tests → rubric → (freeze, by the builder) → solution; a repair is another solution call
+carrying the gate's evidence. Each step's template is `prompts/task_<step>.j2`; skill text, the planner's
+workflow, earlier drafts and gate evidence all enter the prompt through the `untrusted` fence. Replies are parsed
+into the pydantic models of `llm_replies` (paths checked before anything is written), and every call's token
+usage is kept so the asset can report the cost of a skill's tasks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from skill2env_dagster.llm.pricing import sum_usage
+from skill2env_dagster.llm.prompts import prompt_version, render_messages
+from skill2env_dagster.models.plan import Usage
+from skill2env_dagster.store import canonical_json, sha256_bytes
+from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, dockerfile
+from skill2env_dagster.tasks.llm_replies import (
+    EnvironmentReply, InstructionReply, RubricReply, SolutionReply, VerifierReply,
+)
+from skill2env_dagster.tasks.recipes.base import Rubric
+
+STEPS = ("environment", "instruction", "tests", "rubric", "solution")
+TEMPLATES = {step: f"task_{step}.j2" for step in STEPS}
+BODY_LIMIT = 16_000
+M = TypeVar("M", bound=BaseModel)
+
+
+class JSONCompleter(Protocol):
+    """What the generator needs from an LLM client (LLMClient satisfies it)."""
+
+    def complete_json(self, messages: list[dict[str, str]], schema: type[M], *, purpose: str) -> tuple[M, Usage]: ...
+
+
+def task_prompts_version(model_fingerprint: dict[str, object] | None = None,
+                         folder: Path | str | None = None) -> str:
+    """One hash over the five step templates (and their includes) and the model settings: editing any task
+    prompt changes it, which stales `task_bundles`."""
+    parts = {step: prompt_version(name, model_fingerprint, folder=folder) for step, name in TEMPLATES.items()}
+    return sha256_bytes(canonical_json(parts).encode())[:16]
+
+
+class LLMGenerator:
+    """Drives one candidate at a time; remembers each task's drafts so later steps see the earlier ones."""
+
+    kind: Literal["offline", "llm"] = "llm"
+
+    def __init__(self, client: JSONCompleter, model: str, prompt_version: str,
+                 folder: Path | str | None = None) -> None:
+        self.client, self.model, self.prompt_version, self.folder = client, model, prompt_version, folder
+        self.usages: list[Usage] = []
+        self._drafts: dict[str, dict[str, object]] = {}
+
+    # --- plumbing ----------------------------------------------------------------------------------------------
+    def _call(self, ctx: CreationContext, step: str, schema: type[M], **extra: object) -> M:
+        messages = render_messages(TEMPLATES[step], folder=self.folder, **self._vars(ctx), **extra)
+        reply, usage = self.client.complete_json(messages, schema, purpose=f"task_{step}:{ctx.task_name}")
+        self.usages.append(usage)
+        self._drafts.setdefault(ctx.task_name, {})[step] = reply
+        return reply
+
+    def _vars(self, ctx: CreationContext) -> dict[str, object]:
+        s = ctx.sample
+        return {
+            "skill": {"name": ctx.skill.name or ctx.skill.skill_id, "description": ctx.skill.description or ""},
+            "body": (ctx.skill.body or "")[:BODY_LIMIT],
+            "workflow_json": json.dumps(ctx.workflow.model_dump(mode="json", include={"name", "summary", "meta_plan"}),
+                                        ensure_ascii=False),
+            "sample": {k: getattr(s, k) for k in ("archetype", "primary_verifier_pattern", "complexity", "persona",
+                                                   "tone", "expertise")},
+        }
+
+    def _draft(self, ctx: CreationContext, step: str) -> BaseModel:
+        return self._drafts[ctx.task_name][step]  # type: ignore[return-value]
+
+    def _json(self, ctx: CreationContext, step: str) -> str:
+        return json.dumps(self._draft(ctx, step).model_dump(mode="json"), ensure_ascii=False)
+
+    def total_usage(self) -> Usage:
+        return sum_usage(self.usages)
+
+    # --- the five steps ----------------------------------------------------------------------------------------
+    def environment(self, ctx: CreationContext) -> EnvironmentDraft:
+        r = self._call(ctx, "environment", EnvironmentReply)
+        files = {**r.files, "Dockerfile": dockerfile(ctx.base_images[r.image], r.dockerfile_lines)}
+        return EnvironmentDraft(files, r.image, "llm", ctx.sample.archetype, ctx.sample.primary_verifier_pattern)
+
+    def instruction(self, ctx: CreationContext) -> str:
+        r = self._call(ctx, "instruction", InstructionReply, environment_json=self._json(ctx, "environment"))
+        return r.instruction.strip() + "\n"
+
+    def tests(self, ctx: CreationContext) -> tuple[dict[str, str], list[str]]:
+        r = self._call(ctx, "tests", VerifierReply, environment_json=self._json(ctx, "environment"),
+                       instruction=self._draft(ctx, "instruction").instruction)  # type: ignore[attr-defined]
+        return dict(r.files), list(r.metrics)
+
+    def rubric(self, ctx: CreationContext) -> str:
+        r = self._call(ctx, "rubric", RubricReply, tests_json=self._json(ctx, "tests"),
+                       instruction=self._draft(ctx, "instruction").instruction)  # type: ignore[attr-defined]
+        return Rubric(r.must_do, r.must_avoid, r.best_practice).render()
+
+    def solution(self, ctx: CreationContext, evidence: str) -> dict[str, str]:
+        """First write, or a repair: the same call with the gate evidence and the previous attempt."""
+        drafts = self._drafts.get(ctx.task_name, {})
+        previous = drafts.get("solution")
+        r = self._call(ctx, "solution", SolutionReply, environment_json=self._json(ctx, "environment"),
+                       instruction=self._draft(ctx, "instruction").instruction,  # type: ignore[attr-defined]
+                       tests_json=self._json(ctx, "tests"), evidence=evidence,
+                       previous_json=json.dumps(previous.model_dump(mode="json")) if previous else "")
+        return dict(r.files)
