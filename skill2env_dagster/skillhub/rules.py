@@ -46,11 +46,14 @@ class Rule(_Strict):
     code: ReasonCode
     description: str
     pattern: str
-    weight: float = Field(default=1.0, gt=0, le=1.0)
+    weight: float = Field(default=1.0, ge=-1.0, le=1.0, description="Contribution to the code's score; a negative "
+                          "weight is counter-evidence (lowers the score, never reported as a finding).")
     quotable: bool = Field(default=False, description="Hits quoted in a detection context are ignored.")
     case_sensitive: bool = False
     trusted_hosts: bool = Field(default=False, description="Hits whose URL host is a trusted installer are ignored.")
     unless: str | None = Field(default=None, description="A hit is ignored when its line matches this regex.")
+    unless_skill: str | None = Field(default=None, description="The rule is off for a skill whose name or description "
+                                     "matches this regex (a skill that builds MCP servers does not depend on one).")
     near: list[str] = Field(default_factory=list, description="Each regex must match within near_window lines.")
     near_window: int = Field(default=0, ge=0, le=20)
     triggers: list[str] = Field(default_factory=list, description="Lower-case substrings, one of which every match "
@@ -61,6 +64,13 @@ class Rule(_Strict):
     def _lower(cls, v: list[str]) -> list[str]:
         if any(t != t.lower() or not t or "\n" in t for t in v):
             raise ValueError("triggers must be non-empty lower-case strings without newlines")
+        return v
+
+    @field_validator("weight")
+    @classmethod
+    def _nonzero(cls, v: float) -> float:
+        if v == 0:
+            raise ValueError("weight must not be 0")
         return v
 
     @field_validator("code")
@@ -76,6 +86,7 @@ class Rule(_Strict):
             rule=self,
             rx=_compile(self.pattern, flags | re.MULTILINE),
             unless=_compile(self.unless, re.IGNORECASE) if self.unless else None,
+            unless_skill=_compile(self.unless_skill, re.IGNORECASE) if self.unless_skill else None,
             near=tuple(_compile(n, re.IGNORECASE) for n in self.near),
         )
 
@@ -83,11 +94,11 @@ class Rule(_Strict):
 class CompiledRule:
     """A rule with its regexes compiled once per process."""
 
-    __slots__ = ("rule", "rx", "unless", "near", "triggers")
+    __slots__ = ("rule", "rx", "unless", "unless_skill", "near", "triggers")
 
     def __init__(self, rule: Rule, rx: re.Pattern[str], unless: re.Pattern[str] | None,
-                 near: tuple[re.Pattern[str], ...]) -> None:
-        self.rule, self.rx, self.unless, self.near = rule, rx, unless, near
+                 near: tuple[re.Pattern[str], ...], unless_skill: re.Pattern[str] | None = None) -> None:
+        self.rule, self.rx, self.unless, self.near, self.unless_skill = rule, rx, unless, near, unless_skill
         self.triggers = tuple(rule.triggers)
 
 

@@ -68,8 +68,10 @@ def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: 
     book = load_rule_book(Path(settings.rules_path) if settings.rules_path else None)
     fm = frontmatter if isinstance(frontmatter, dict) else {}
     skill_file = next((p for p in sorted(texts) if _SKILL_FILE.match(p)), "SKILL.md")
-    identity = _IDENTITY_STRIP.sub("", f"{fm.get('name', '')} {fm.get('description', '')}".lower())
-    hits = _line_hits(texts, skill_file, book, identity)
+    about = f"{fm.get('name', '')} {fm.get('description', '')}"
+    identity = _IDENTITY_STRIP.sub("", about.lower())
+    off = frozenset(k for k, r in enumerate(book.rules) if r.unless_skill is not None and r.unless_skill.search(about))
+    hits = _line_hits(texts, skill_file, book, identity, off)
     findings = _score(hits, book)
     findings += _document_checks(texts, body or "", skill_file, book)
     findings = _apply_standin_policy(findings, texts, skill_file, book, settings)
@@ -78,15 +80,18 @@ def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: 
 
 
 # ------------------------------------------------------------------------------------------------ line rules
-def _line_hits(texts: dict[str, str], skill_file: str, book: CompiledBook,
-               identity: str) -> dict[str, list[tuple[float, Finding]]]:
-    """rule id -> [(file weight, finding)] for every hit that survives unless/near/trusted/quotation filters."""
+def _line_hits(texts: dict[str, str], skill_file: str, book: CompiledBook, identity: str,
+               off: frozenset[int] = frozenset()) -> dict[str, list[tuple[float, Finding]]]:
+    """rule id -> [(file weight, finding)] for every hit that survives unless/near/trusted/quotation filters;
+    rules in `off` (switched off by the skill's own name/description) are not run."""
     hits: dict[str, list[tuple[float, Finding]]] = defaultdict(list)
     for path in sorted(texts):
         if book.skip_files.search(path) or not texts[path]:
             continue
         ctx = build_context(path, texts[path], book)
         for k in ctx.active_rules(book):
+            if k in off:
+                continue
             rule = book.rules[k]
             weight = 1.0 if path == skill_file else book.book.scoring[rule.rule.code].other_files
             for f in _rule_hits_in_file(rule, ctx, book, identity):
@@ -189,19 +194,26 @@ def _excerpt(line: str, start: int, end: int) -> str:
 
 
 def _score(hits: dict[str, list[tuple[float, Finding]]], book: CompiledBook) -> list[Finding]:
-    """Keep the findings of codes whose summed rule weights reach the code's threshold."""
+    """Keep the findings of codes whose summed rule weights reach the code's threshold.
+
+    Counter-evidence rules (negative weight) lower the score of their code; their own hits are never reported.
+    """
     weights = {r.rule.id: r.rule.weight for r in book.rules}
     main: dict[ReasonCode, float] = defaultdict(float)
     other: dict[ReasonCode, float] = defaultdict(float)
+    against: dict[ReasonCode, float] = defaultdict(float)
     for rule_id, items in hits.items():
         code, strongest = items[0][1].code, max(w for w, _ in items)
-        (main if strongest >= 1.0 else other)[code] += weights[rule_id] * strongest
+        if weights[rule_id] < 0:
+            against[code] += weights[rule_id] * strongest
+        else:
+            (main if strongest >= 1.0 else other)[code] += weights[rule_id] * strongest
     out: list[Finding] = []
     for rule_id, items in hits.items():
         code = items[0][1].code
         spec = book.book.scoring[code]
         extra = other[code] if spec.other_files_cap is None else min(other[code], spec.other_files_cap)
-        if main[code] + extra + 1e-9 >= spec.threshold:
+        if weights[rule_id] > 0 and main[code] + extra + against[code] + 1e-9 >= spec.threshold:
             out.extend(f for _, f in items)
     return out
 

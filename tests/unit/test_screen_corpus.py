@@ -38,3 +38,19 @@ def test_corpus_tagged_persona_skill_is_persona_only(corpus_findings):
     assert tagged
     for sid in tagged:
         assert ReasonCode.PERSONA_ONLY in {f.code for f in corpus_findings[sid][1]}, sid
+
+
+def test_corpus_trigger_prechecks_never_hide_a_match(corpus_dir, corpus_manifest, corpus_findings, tmp_path):
+    """The Aho-Corasick trigger pre-check is only a speed-up: without triggers every real skill screens the same."""
+    import yaml
+
+    from skill2env_dagster.skillhub.rules import DEFAULT_RULES_PATH
+    raw = yaml.safe_load(DEFAULT_RULES_PATH.read_text())
+    for rule in raw["rules"]:
+        rule.pop("triggers", None)
+    plain = tmp_path / "rules_no_triggers.yaml"
+    plain.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    slow_settings = ScreenSettings(rules_path=str(plain))
+    for entry in corpus_manifest:
+        texts, fm, body = read_skill(corpus_dir / entry["id"])
+        assert screen_skill(texts, fm, body, slow_settings) == corpus_findings[entry["id"]][1], entry["id"]

@@ -314,3 +314,90 @@ def test_findings_carry_evidence():
 def test_blocking_codes_cover_every_screening_code_except_info():
     assert ReasonCode.LICENCE_UNKNOWN not in BLOCKING_CODES and ReasonCode.STANDIN_POSSIBLE not in BLOCKING_CODES
     assert {ReasonCode.MALICIOUS, ReasonCode.HARMFUL, ReasonCode.LICENCE_NOT_ALLOWED} <= BLOCKING_CODES
+
+
+# ------------------------------------------------------------------ general principles for needs_* (issue 2)
+def test_calling_a_products_mcp_tools_needs_an_account_local_servers_do_not():
+    saas = "# Leads\n\n1. Use `mcp__acme_crm__people_search` to find the person.\n" + STEPS
+    local = "# Files\n\n1. Use `mcp__filesystem__read_file` to open the notes.\n" + STEPS
+    assert "acct.mcp_tool_call" in rules(screen_text(saas), ReasonCode.NEEDS_EXTERNAL_ACCOUNT)
+    assert ReasonCode.NEEDS_EXTERNAL_ACCOUNT not in codes(screen_text(local))
+
+
+def test_data_from_connected_tools_needs_an_account_unless_one_of_several_sources():
+    needs = "# FX\n\nCombine spot and forward rates from MCP tools to rank trades.\n" + STEPS
+    either = "# DCF\n\nFetch data from MCP servers, user provided data, and the web.\n" + STEPS
+    assert ReasonCode.NEEDS_EXTERNAL_ACCOUNT in codes(screen_text(needs))
+    assert ReasonCode.NEEDS_EXTERNAL_ACCOUNT not in codes(screen_text(either))
+
+
+def test_a_skill_that_builds_mcp_servers_does_not_depend_on_one():
+    fm = {"name": "mcp-maker", "description": "Build MCP servers for any API.", "license": "MIT"}
+    text = "# MCP maker\n\nCall `mcp__demo__echo` from the Acme MCP server you wrote to test it.\n" + STEPS
+    assert ReasonCode.NEEDS_EXTERNAL_ACCOUNT not in codes(screen_text(text, frontmatter=fm))
+    fm_user = {"name": "acme-notes", "description": "File notes in Acme.", "license": "MIT"}
+    assert ReasonCode.NEEDS_EXTERNAL_ACCOUNT in codes(screen_text(text, frontmatter=fm_user))
+
+
+def test_a_credential_some_sources_need_is_not_the_main_workflows():
+    some = "# Lookup\n\nSome databases require API keys; the rest are open.\n" + STEPS
+    assert ReasonCode.NEEDS_EXTERNAL_ACCOUNT not in codes(screen_text(some))
+
+
+def test_searching_the_users_connected_sources_needs_a_live_service():
+    text = "# Search\n\nSearch across all connected MCP sources in one query.\n" + STEPS
+    assert "live.connected_sources" in rules(screen_text(text), ReasonCode.NEEDS_LIVE_SERVICE)
+
+
+def test_rate_limited_remote_api_is_live_advising_rate_limits_is_not():
+    remote = ("# Fiscal data\n\nQuery balances from the public REST API.\n\nRate limits: 60 requests per minute.\n"
+              + STEPS)
+    advice = "# API hygiene\n\n- Rate-limit sensitive endpoints (login, password reset).\n" + STEPS
+    assert ReasonCode.NEEDS_LIVE_SERVICE in codes(screen_text(remote))
+    assert ReasonCode.NEEDS_LIVE_SERVICE not in codes(screen_text(advice))
+
+
+def test_documentation_links_are_not_remote_calls():
+    """One weak live signal (an endpoint line) plus a list of doc links stays below threshold."""
+    links = ("# Astro\n\nThe bundled server answers `GET /v1/items`.\n\n- Docs: https://docs.astro.example.org/stable/\n"
+             "- API: https://api.astro.example.org/\n" + STEPS)
+    assert ReasonCode.NEEDS_LIVE_SERVICE not in codes(screen_text(links, settings=ScreenSettings(allow_standins=False)))
+    call = links + "\n```bash\ncurl https://api.astro.example.org/v1/items\n```\n"
+    assert ReasonCode.NEEDS_LIVE_SERVICE in codes(screen_text(call, settings=ScreenSettings(allow_standins=False)))
+
+
+GPU_TRAINING = ("# GRPO\n\nFine-tune a 7B LLM with GRPO.\n\n```python\nmodel = AutoModel.from_pretrained(name, "
+                "load_in_4bit=True, device_map=\"auto\")\n```\n\nIf you hit CUDA out of memory, lower the batch.\n"
+                + STEPS)
+
+
+def test_training_an_llm_with_gpu_only_code_needs_hardware():
+    assert ReasonCode.NEEDS_HARDWARE in codes(screen_text(GPU_TRAINING))
+
+
+def test_gpu_if_available_is_not_needs_hardware():
+    text = ("# Embeddings\n\n```python\ndevice = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n```\n"
+            "Runs on CPU; a GPU is optional.\n" + STEPS)
+    assert ReasonCode.NEEDS_HARDWARE not in codes(screen_text(text))
+
+
+def test_renting_a_cloud_gpu_is_not_local_hardware():
+    text = GPU_TRAINING + "\nRun it on a serverless cloud GPU: `@app.function(gpu=\"A100\")`.\n"
+    assert ReasonCode.NEEDS_HARDWARE not in codes(screen_text(text))
+
+
+def test_device_work_on_a_board_needs_hardware_a_circuit_diagram_skill_does_not():
+    text = "# Telemetry\n\nConnect the Arduino to the gateway; write firmware that reads the sensors.\n" + STEPS
+    assert ReasonCode.NEEDS_HARDWARE in codes(screen_text(text))
+    fm = {"name": "circuit-mockups", "description": "Draw circuit diagrams of Arduino projects.", "license": "MIT"}
+    assert ReasonCode.NEEDS_HARDWARE not in codes(screen_text(text, frontmatter=fm))
+
+
+def test_named_accelerator_system_needs_hardware():
+    text = "# Spark setup\n\nConfigure the NVIDIA DGX box: drivers, containers, NCCL.\n" + STEPS
+    assert ReasonCode.NEEDS_HARDWARE in codes(screen_text(text))
+
+
+def test_counter_evidence_rule_is_never_reported():
+    found = screen_text(GPU_TRAINING + "\nPick a GPU instance type.\n" + "Also `torchrun` and VRAM budgets.\n")
+    assert "hw.cloud_gpu" not in rules(found)
