@@ -3,7 +3,9 @@
 #
 # Installs postgresql when missing, makes sure a cluster exists, listens on 127.0.0.1 only (never on a public
 # interface), starts it, and creates the role and database named below. Safe to run again at any time.
-# Prints the connection URL on stdout as its last line, for scripts that want it.
+# Prints the connection URL on stdout as its last line, in SQLAlchemy form for dagster-postgres: SQLAlchemy 2.1
+# maps a bare postgresql:// to psycopg 3, which is not installed; dagster-postgres ships psycopg2
+# (override the scheme with S2E_PG_SCHEME).
 set -euo pipefail
 
 PG_USER="${S2E_PG_USER:-skill2env}"
@@ -11,6 +13,7 @@ PG_PASSWORD="${S2E_PG_PASSWORD:-skill2env}"
 PG_DB="${S2E_PG_DB:-skill2env_dagster}"
 PG_PORT="${S2E_PG_PORT:-5432}"
 PG_CLUSTER="${S2E_PG_CLUSTER:-main}"
+PG_SCHEME="${S2E_PG_SCHEME:-postgresql+psycopg2}"
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 as_pg() { as_root runuser -u postgres -- "$@"; }
@@ -53,4 +56,4 @@ if [ "$(psql_pg -c "SELECT 1 FROM pg_database WHERE datname = '$PG_DB'")" != "1"
   psql_pg -c "CREATE DATABASE \"$PG_DB\" OWNER \"$PG_USER\""
 fi
 
-echo "postgresql://$PG_USER:$PG_PASSWORD@127.0.0.1:$CLUSTER_PORT/$PG_DB"
+echo "$PG_SCHEME://$PG_USER:$PG_PASSWORD@127.0.0.1:$CLUSTER_PORT/$PG_DB"
