@@ -165,6 +165,13 @@ class StandinSpec(_Strict):
     local_base_url: str
 
 
+class HiddenCommentSpec(_Strict):
+    rule_id: str = Field(pattern=r"^[a-z]+\.[a-z0-9_]+$")
+    description: str
+    files: str
+    directive: str
+
+
 class RuleBook(_Strict):
     """The whole rule book, validated; `compile()` gives the runtime form."""
 
@@ -179,6 +186,7 @@ class RuleBook(_Strict):
     document_checks: DocumentChecks
     licence: LicenceSpec
     standin: StandinSpec
+    hidden_comments: HiddenCommentSpec | None = None
 
     @field_validator("rules")
     @classmethod
@@ -223,6 +231,9 @@ class CompiledBook:
         self.local_base_url = _compile(st.local_base_url)
         self.trusted_hosts = tuple(h.lower() for h in book.trusted_installer_hosts)
         self.triggers = _trigger_automaton(self.rules)
+        hc = book.hidden_comments
+        self.hidden_files = _compile(hc.files) if hc else None
+        self.hidden_directive = _compile(hc.directive, re.IGNORECASE) if hc else None
         by_trigger: dict[str, list[int]] = {}
         for k, r in enumerate(self.rules):
             for t in r.triggers:

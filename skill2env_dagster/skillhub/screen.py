@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from skill2env_dagster.models.skill import Finding
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.skillhub.rules import CompiledBook, CompiledRule, load_rule_book
-from skill2env_dagster.skillhub.screen_context import FileContext, build_context, suppressed_as_quotation
+from skill2env_dagster.skillhub.screen_context import (FileContext, build_context, fenced_line_numbers,
+                                                       reveal_invisible, suppressed_as_quotation)
 from skill2env_dagster.skillhub.screen_licence import is_allowed, resolve_licence
 
 __all__ = ["BLOCKING_CODES", "INFO_CODES", "ScreenSettings", "blocking_codes", "screen_skill"]
@@ -41,6 +42,7 @@ _WORD = re.compile(r"\w+")
 _SECOND_LEVEL = frozenset({"co", "com", "org", "net", "ac", "gov", "edu"})
 _IDENTITY_STRIP = re.compile(r"[^a-z0-9]+")
 _HEADING_LINE = re.compile(r"(?m)^\s{0,3}#{1,6}\s.*$")
+_HTML_COMMENT = re.compile(r"<!--(.*?)(-->|\Z)", re.DOTALL)
 
 
 class ScreenSettings(BaseModel):
@@ -73,6 +75,7 @@ def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: 
     off = frozenset(k for k, r in enumerate(book.rules) if r.unless_skill is not None and r.unless_skill.search(about))
     hits = _line_hits(texts, skill_file, book, identity, off)
     findings = _score(hits, book)
+    findings += _hidden_comment_findings(texts, book)
     findings += _document_checks(texts, body or "", skill_file, book)
     findings = _apply_standin_policy(findings, texts, skill_file, book, settings)
     findings += _licence_findings(texts, fm, skill_file, book, settings)
@@ -216,6 +219,43 @@ def _score(hits: dict[str, list[tuple[float, Finding]]], book: CompiledBook) -> 
         if weights[rule_id] > 0 and main[code] + extra + against[code] + 1e-9 >= spec.threshold:
             out.extend(f for _, f in items)
     return out
+
+
+# ----------------------------------------------------------------------------------- hidden HTML comments
+def _hidden_comment_findings(texts: dict[str, str], book: CompiledBook) -> list[Finding]:
+    """A directive inside an HTML comment: invisible when the Markdown is rendered, read by the agent.
+
+    Comments shown as text (inside a fenced block or an inline code span) and test data under fixture paths are
+    quotations, not hidden instructions; everything else is checked whole, so a comment spanning lines counts.
+    """
+    if book.hidden_directive is None or book.hidden_files is None:
+        return []
+    out: list[Finding] = []
+    for path in sorted(texts):
+        text = texts[path]
+        if "<!--" not in text or not book.hidden_files.search(path) or book.skip_files.search(path) \
+                or (book.fixture_paths.search(path) and book.data_files.search(path)):
+            continue
+        text = reveal_invisible(text)
+        fenced = fenced_line_numbers(text)
+        for m in _HTML_COMMENT.finditer(text):
+            line_no = text.count("\n", 0, m.start()) + 1
+            if line_no in fenced or _in_code_span(text, m.start()):
+                continue
+            hit = book.hidden_directive.search(m.group(1))
+            if hit:
+                at = line_no + m.group(1).count("\n", 0, hit.start())
+                out.append(Finding(code=ReasonCode.MALICIOUS, rule=book.book.hidden_comments.rule_id, file=path,
+                                   line=at, text=" ".join(m.group(1)[max(0, hit.start() - 60):].split())[:200]))
+                if len(out) >= book.book.max_findings_per_rule:
+                    return out
+    return out
+
+
+def _in_code_span(text: str, pos: int) -> bool:
+    """An odd number of backticks before `pos` on its line: the comment is shown as inline code."""
+    start = text.rfind("\n", 0, pos) + 1
+    return text.count("`", start, pos) % 2 == 1
 
 
 # ------------------------------------------------------------------------------------------ document checks

@@ -26,6 +26,13 @@ _LIST_OR_TABLE = re.compile(r"^\s*([-*+]|\d+[.)]|\|)\s")
 _MARKDOWN_EXT = re.compile(r"(?i)\.(md|markdown|mdx)$")
 _QUOTE_PAIRS = (("`", "`"), ('"', '"'), ("\u201c", "\u201d"), ("'", "'"))
 
+# Invisible characters that hide text from a human reader but not from a model: zero-width characters (split a
+# directive so plain matching misses it) and Unicode tag characters (invisible copies of ASCII, "ASCII
+# smuggling"). Scanning sees the revealed text: zero-width characters dropped, tag characters mapped to ASCII.
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\U000e0000-\U000e007f]")
+_REVEAL = {**{ord(c): None for c in "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"},
+           **{0xE0000 + k: chr(k) for k in range(0x20, 0x7F)}, 0xE0001: None, 0xE007F: None}
+
 
 @dataclass
 class FileContext:
@@ -96,7 +103,29 @@ def build_context(path: str, text: str, book: CompiledBook) -> FileContext:
     return ctx
 
 
+def reveal_invisible(text: str) -> str:
+    """The text as a model reads it: zero-width characters removed, Unicode tag characters shown as ASCII."""
+    return text.translate(_REVEAL) if _INVISIBLE.search(text) else text
+
+
+def fenced_line_numbers(text: str) -> set[int]:
+    """1-based numbers of the lines inside fenced code blocks of a Markdown text (fence lines included)."""
+    inside: set[int] = set()
+    fence: str | None = None
+    for n, line in enumerate(text.split("\n"), 1):
+        m = _FENCE.match(line)
+        if fence is not None:
+            inside.add(n)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+        elif m:
+            fence = m.group(1)
+            inside.add(n)
+    return inside
+
+
 def _scan_lines(text: str) -> tuple[list[str], list[int]]:
+    text = reveal_invisible(text)
     lines: list[str] = []
     orig: list[int] = []
     for n, line in enumerate(text.split("\n"), 1):
