@@ -30,7 +30,7 @@ class Bundle:
 def bundle_digest(files: list[FileEntry]) -> str:
     h = hashlib.sha256()
     for f in sorted(files, key=lambda e: e.rel_path):
-        h.update(f.rel_path.encode("utf-8", "surrogateescape"))
+        h.update(f.rel_path.encode("utf-8"))
         h.update(b"\0")
         h.update(f.sha256.encode())
         h.update(b"\n")
@@ -51,6 +51,16 @@ def classify_bytes(data: bytes) -> tuple[str, str | None]:
         return "text", data.decode("latin-1")
 
 
+def printable_path(text: str) -> str:
+    """File names are bytes on Linux: a name that is not UTF-8 is kept visible as backslash escapes, so every
+    record stays JSON-serialisable while the digest still covers the exact bytes."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+
+
 def _inside(path: Path, root: Path) -> bool:
     try:
         path.relative_to(root)
@@ -64,11 +74,11 @@ def _symlink_entry(path: Path, rel: str, root: Path) -> tuple[FileEntry, bool]:
     resolved = (path.parent / target).resolve()
     escapes = not _inside(resolved, root)
     entry = FileEntry(
-        rel_path=rel,
+        rel_path=printable_path(rel),
         size=len(target),
         sha256=hashlib.sha256(target.encode("utf-8", "surrogateescape")).hexdigest(),
         kind="symlink",
-        symlink_target=target,
+        symlink_target=printable_path(target),
         refused=ReasonCode.SYMLINK_ESCAPE if escapes else None,
     )
     return entry, escapes
@@ -105,7 +115,7 @@ def read_bundle(root: Path, *, max_file_bytes: int, max_skill_bytes: int, max_fi
             entry, escapes = _symlink_entry(path, rel, root)
             bundle.files.append(entry)
             if escapes:
-                bundle.problems.append((ReasonCode.SYMLINK_ESCAPE, f"{rel} -> {entry.symlink_target}"))
+                bundle.problems.append((ReasonCode.SYMLINK_ESCAPE, f"{entry.rel_path} -> {entry.symlink_target}"))
             continue
         _add_regular_file(bundle, path, rel, max_file_bytes)
         if bundle.total_bytes > max_skill_bytes:
@@ -115,7 +125,8 @@ def read_bundle(root: Path, *, max_file_bytes: int, max_skill_bytes: int, max_fi
     return bundle
 
 
-def _add_regular_file(bundle: Bundle, path: Path, rel: str, max_file_bytes: int) -> None:
+def _add_regular_file(bundle: Bundle, path: Path, raw_rel: str, max_file_bytes: int) -> None:
+    rel = printable_path(raw_rel)
     try:
         size = path.stat().st_size
         if not path.is_file():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from skill2env_dagster.models.skill import Finding, SkillRecord, SkillStatus
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
-from skill2env_dagster.skillhub.bundle import read_bundle
+from skill2env_dagster.skillhub.bundle import printable_path, read_bundle
 from skill2env_dagster.skillhub.config import CrawlSettings, SourcesConfig, SourceSpec, dir_sources
 from skill2env_dagster.skillhub.dedup import DedupItem, body_hash, find_duplicates
 from skill2env_dagster.skillhub.discover import FoundSkill, discover_skills
@@ -171,7 +171,8 @@ def _base_record(job: _Job, digest: str, files: list) -> SkillRecord:
     src, f = job.source, job.found
     return SkillRecord(
         skill_id=job.skill_id, source=src.spec.name, source_kind=src.spec.kind, source_commit=src.commit,
-        source_uri=src.uri, rel_path=f.rel_path, abs_path=str(f.folder), skill_file=f.skill_file,
+        source_uri=src.uri, rel_path=printable_path(f.rel_path), abs_path=printable_path(str(f.folder)),
+        skill_file=f.skill_file,
         bundle_digest=digest, files=files,
         fixture_of=job.parent_id if f.is_fixture else None,
     )
@@ -179,6 +180,11 @@ def _base_record(job: _Job, digest: str, files: list) -> SkillRecord:
 
 def _build(job: _Job) -> SkillRecord:
     s, folder = job.settings, job.found.folder
+    if printable_path(str(folder)) != str(folder):  # later stages could not open it by its recorded path
+        rec = _base_record(job, digest="", files=[])
+        rec.status = SkillStatus.INVALID
+        return _finish(rec, [ReasonCode.UNREADABLE], [Finding(code=ReasonCode.UNREADABLE, rule="crawl", file="",
+                                                              line=0, text="skill folder name is not UTF-8")])
     bundle = read_bundle(folder, max_file_bytes=s.max_file_bytes, max_skill_bytes=s.max_skill_bytes,
                          max_files=s.max_files, exclude={(job.source.root / rel).resolve() for rel in job.exclude})
     rec = _base_record(job, bundle.digest, bundle.files)

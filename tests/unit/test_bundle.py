@@ -70,3 +70,13 @@ def test_excluded_subskill_not_in_parent_bundle(tmp_path):
     without = read_bundle(d, **LIMITS, exclude={sub.resolve()})
     assert "sub/SKILL.md" in {f.rel_path for f in with_sub.files}
     assert "sub/SKILL.md" not in {f.rel_path for f in without.files}
+
+
+def test_non_utf8_file_names_are_escaped_not_fatal(tmp_path):
+    d = _skill(tmp_path)
+    (d / "references" / os.fsdecode(b"\xff\xfe.txt")).write_text("x")
+    b = read_bundle(d, **LIMITS)
+    names = {f.rel_path for f in b.files}
+    assert "references/\\xff\\xfe.txt" in names
+    for f in b.files:
+        f.model_dump_json()

@@ -149,3 +149,19 @@ def test_cli_crawl_config_with_git_source(tmp_path):
     assert cli_main(["crawl", "--config", str(cfg), "--out", str(out)]) == 0
     rows = pq.read_table(out / "skills.parquet").to_pylist()
     assert rows[0]["source_commit"] == commit and (tmp_path / "cache").is_dir()
+
+
+def test_hostile_file_system_entries_never_crash_the_crawl(tmp_path):
+    hub = make_hub(tmp_path / "hub")
+    skill = hub / "csv-cleaner"
+    (skill / os.fsdecode(b"\xff.txt")).write_text("x")
+    os.mkfifo(skill / "fifo")
+    os.symlink("/proc/self", skill / "proc")
+    bad_dir = hub / os.fsdecode(b"caf\xe9")
+    bad_dir.mkdir()
+    (bad_dir / "SKILL.md").write_text((hub / "log-counter" / "SKILL.md").read_text())
+    out = tmp_path / "out"
+    assert cli_main(["crawl", str(hub), "--out", str(out)]) == 0
+    rows = {r["rel_path"]: r for r in pq.read_table(out / "skills.parquet").to_pylist()}
+    assert rows["csv-cleaner"]["status"] == "screened_out" and "symlink_escape" in rows["csv-cleaner"]["reasons"]
+    assert rows["caf\\xe9"]["status"] == "invalid" and rows["caf\\xe9"]["reasons"] == ["unreadable"]
