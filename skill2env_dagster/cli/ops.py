@@ -172,16 +172,27 @@ def _cmd_stale(args: argparse.Namespace) -> int:
 
 
 def _cmd_backfill_stale(args: argparse.Namespace) -> int:
+    """One backfill per round; a refreshed asset can make its downstream partitions stale, hence --rounds."""
     if args.reload:
         reload_location(args.url, args.location)
-    stale = stale_partitions(args.url, args.asset)
-    out: dict = {"stale": [vars(s) for s in stale], "backfill_id": None, "status": None}
-    if stale and not args.dry_run:
-        out["backfill_id"] = launch_backfill(args.url, stale, args.title)
-        if args.wait:
-            out["status"] = wait_backfill(args.url, out["backfill_id"], timeout=args.timeout)
-    print(json.dumps(out, indent=2))
-    return 1 if out["status"] not in (None, "COMPLETED", "COMPLETED_SUCCESS") else 0
+    rounds: list[dict] = []
+    for _ in range(max(1, args.rounds)):
+        stale = stale_partitions(args.url, args.asset)
+        if not stale:
+            break
+        entry: dict = {"stale": [vars(s) for s in stale], "backfill_id": None, "status": None}
+        rounds.append(entry)
+        if args.dry_run:
+            break
+        entry["backfill_id"] = launch_backfill(args.url, stale, args.title)
+        if not (args.wait or args.rounds > 1):
+            break
+        entry["status"] = wait_backfill(args.url, entry["backfill_id"], timeout=args.timeout)
+        if entry["status"] not in ("COMPLETED", "COMPLETED_SUCCESS"):
+            break
+    last = rounds[-1] if rounds else {"stale": [], "backfill_id": None, "status": None}
+    print(json.dumps({**last, "rounds": rounds}, indent=2))
+    return 1 if last["status"] not in (None, "COMPLETED", "COMPLETED_SUCCESS") else 0
 
 
 def _cmd_reload(args: argparse.Namespace) -> int:
@@ -207,6 +218,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="list what would be backfilled, launch nothing")
     p.add_argument("--wait", action="store_true", help="wait for the backfill; exit 1 unless it succeeds")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait with --wait")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="repeat (waiting each time) until nothing is stale, at most N backfills: a refreshed "
+                        "asset can turn its downstream partitions stale")
     p.add_argument("--title", default="stale partitions", help="backfill title shown in the UI")
     p.set_defaults(func=_guarded(_cmd_backfill_stale))
 
