@@ -487,3 +487,15 @@ def test_emoji_joiners_and_soft_hyphens_are_harmless():
 ])
 def test_lookalikes_of_lure_variants_are_not_flagged(line):
     assert ReasonCode.MALICIOUS not in codes(screen_text(instructed(line))), line
+
+
+def test_rule_weight_zero_is_rejected_negative_is_counter_evidence():
+    from pydantic import ValidationError
+
+    from skill2env_dagster.skillhub.rules import Rule
+    base = {"id": "hw.x", "code": "needs_hardware", "description": "d", "pattern": "x"}
+    assert Rule.model_validate({**base, "weight": -0.5}).weight == -0.5
+    with pytest.raises(ValidationError):
+        Rule.model_validate({**base, "weight": 0})
+    with pytest.raises(ValidationError):
+        Rule.model_validate({**base, "triggers": ["two\nlines"]})
