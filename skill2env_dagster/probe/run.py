@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -189,6 +190,29 @@ def _unmatched(task: ProbeTask) -> ProbeTaskResult:
     )
 
 
+def _own_skill_resolver(skills: Sequence[SkillRecord]):
+    """A task names its skill by id, but ids embed the source name, which differs between a configured crawl
+    (`examples__csv-dedupe`) and a crawl of the bare folder (`skillhub__csv-dedupe`). So: exact id first, then the
+    content address (`source_bundle_digest`, unique), then the path part of the id when exactly one skill has it."""
+    ids = {s.skill_id for s in skills}
+    by_digest: dict[str, list[str]] = {}
+    by_path: dict[str, list[str]] = {}
+    for s in skills:
+        by_digest.setdefault(s.bundle_digest, []).append(s.skill_id)
+        by_path.setdefault(s.skill_id.partition("__")[2], []).append(s.skill_id)
+
+    def resolve(task: ProbeTask) -> str:
+        if task.source_skill in ids:
+            return task.source_skill
+        digest = str(task.metadata.get("source_bundle_digest") or "")
+        for candidates in (by_digest.get(digest, []), by_path.get(task.source_skill.partition("__")[2], [])):
+            if len(candidates) == 1:
+                return candidates[0]
+        return task.source_skill
+
+    return resolve
+
+
 def probe_retrieval(
     skills: Sequence[SkillRecord],
     tasks: Sequence[ProbeTask],
@@ -201,6 +225,8 @@ def probe_retrieval(
         _split_mode(mode)
     started = time.perf_counter()
     index = SkillIndex(skills, k1=cfg.bm25_k1, b=cfg.bm25_b)
+    resolve = _own_skill_resolver(skills)
+    tasks = [replace(t, source_skill=resolve(t)) for t in tasks]
     matched = [t for t in tasks if t.source_skill in index.position]
     unmatched = [_unmatched(t) for t in tasks if t.source_skill not in index.position]
     truth = np.array([index.position[t.source_skill] for t in matched], dtype=np.int64)

@@ -161,3 +161,24 @@ def test_report_round_trips_as_json(skills: list[SkillRecord], tasks_dir: Path) 
 def test_unknown_mode_is_rejected(skills: list[SkillRecord]) -> None:
     with pytest.raises(InputError):
         probe_retrieval(skills, [], ProbeConfig(modes=["telepathy"]))
+
+
+def test_own_skill_found_when_source_name_differs(tmp_path: Path) -> None:
+    """Tasks made from a configured source (`examples__x`) still match a crawl of the bare folder (`skillhub__x`):
+    by bundle digest first, then by the path part of the id."""
+    skills = [
+        skill("skillhub__pdf-forms", "pdf-forms", "docs", "Fill PDF forms with pypdf: read AcroForm fields."),
+        skill("skillhub__helm-charts", "helm-charts", "devops", "Package Kubernetes apps as Helm charts: lint."),
+    ]
+    skills[0] = skills[0].model_copy(update={"bundle_digest": "a" * 64})
+    skills[1] = skills[1].model_copy(update={"bundle_digest": "b" * 64})
+    root = tmp_path / "tasks"
+    write_task(root, "t-pdf", "examples__renamed-folder", "Fill the AcroForm fields of our pdf.", "- pypdf")
+    (root / "t-pdf" / "task.toml").write_text(
+        '[metadata]\nsource_skill = "examples__renamed-folder"\nsource_bundle_digest = "' + "a" * 64 + '"\n')
+    write_task(root, "t-helm", "examples__helm-charts", "Ship it as a Helm chart.", "- lint the chart")
+    write_task(root, "t-none", "examples__unknown", "Nothing.", "- nothing")
+    tasks, invalid = load_tasks(root)
+    report = probe_retrieval(skills, tasks, ProbeConfig(modes=["instruction_rubric"]), invalid)
+    status = {t.task_id: t.status for t in report.per_task}
+    assert status["t-pdf"] == "scored" and status["t-helm"] == "scored" and status["t-none"] == "unmatched"
