@@ -82,6 +82,7 @@ class _Job:
     skill_id: str
     parent_id: str | None
     exclude: tuple[str, ...]  # folders of nested real sub-skills, excluded from this bundle
+    nested_ids: tuple[str, ...]  # their skill ids
     settings: CrawlSettings
 
 
@@ -124,11 +125,15 @@ def _plan_jobs(resolved: list[ResolvedSource], settings: CrawlSettings, reports:
     for src in resolved:
         found = discover_skills(src.root)
         ids = unique_ids([(src.spec.name, f.rel_path) for f in found])
-        by_rel = {f.rel_path: f for f in found}
+        children: dict[str, list[str]] = {}
+        for g in found:
+            if g.parent_rel_path is not None and _is_real(g, src):
+                children.setdefault(g.parent_rel_path, []).append(g.rel_path)
         for f in found:
-            nested = [g.rel_path for g in found if g.parent_rel_path == f.rel_path and _is_real(g, src)]
-            parent = ids[(src.spec.name, f.parent_rel_path)] if f.parent_rel_path in by_rel else None
-            jobs.append(_Job(src, f, ids[(src.spec.name, f.rel_path)], parent, tuple(nested), settings))
+            parent = ids[(src.spec.name, f.parent_rel_path)] if f.parent_rel_path is not None else None
+            nested = tuple(children.get(f.rel_path, ()))
+            nested_ids = tuple(ids[(src.spec.name, n)] for n in nested)
+            jobs.append(_Job(src, f, ids[(src.spec.name, f.rel_path)], parent, nested, nested_ids, settings))
         next(r for r in reports if r.name == src.spec.name).skills = len(found)
     return jobs
 
@@ -143,14 +148,9 @@ def _run_jobs(jobs: list[_Job]) -> list[SkillRecord]:
     else:
         with ProcessPoolExecutor(max_workers=min(4, os.cpu_count() or 2)) as pool:
             records = list(pool.map(build_record, jobs, chunksize=64))
-    ids = {r.skill_id for r in records}
     for r, j in zip(records, jobs):
-        r.nested_skills = [x for x in (_child_id(j, n) for n in j.exclude) if x in ids]
+        r.nested_skills = list(j.nested_ids)
     return records
-
-
-def _child_id(job: _Job, rel: str) -> str:
-    return unique_ids([(job.source.spec.name, rel)])[(job.source.spec.name, rel)]
 
 
 def build_record(job: _Job) -> SkillRecord:

@@ -165,3 +165,14 @@ def test_hostile_file_system_entries_never_crash_the_crawl(tmp_path):
     rows = {r["rel_path"]: r for r in pq.read_table(out / "skills.parquet").to_pylist()}
     assert rows["csv-cleaner"]["status"] == "screened_out" and "symlink_escape" in rows["csv-cleaner"]["reasons"]
     assert rows["caf\\xe9"]["status"] == "invalid" and rows["caf\\xe9"]["reasons"] == ["unreadable"]
+
+
+def test_nested_real_subskill_is_its_own_skill_and_listed_by_its_parent(tmp_path):
+    hub = make_hub(tmp_path / "hub")
+    write_skill(hub / "csv-cleaner", "csv-joiner", body="Join two CSV files on the `id` column with `join -t, a b` "
+                "after sorting both with `sort -t, -k1,1`; report rows that have no partner.")
+    recs = _by_name(crawl_paths([hub]))
+    parent, child = recs["csv-cleaner"], recs["csv-cleaner/csv-joiner"]
+    assert parent.nested_skills == [child.skill_id]
+    assert not any(f.rel_path.startswith("csv-joiner/") for f in parent.files)
+    assert child.status == SkillStatus.ELIGIBLE
