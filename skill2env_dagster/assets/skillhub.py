@@ -5,6 +5,7 @@ import hashlib
 from pathlib import Path
 
 import dagster as dg
+import pyarrow.parquet as pq
 
 from skill2env_dagster.assets.partitions import SKILLS_PARTITION, skills_partitions
 from skill2env_dagster.models.skill import SkillRecord
@@ -14,6 +15,7 @@ from skill2env_dagster.skillhub import crawl as crawl_module
 from skill2env_dagster.skillhub import screen as screen_module
 from skill2env_dagster.skillhub.crawl import crawl
 from skill2env_dagster.skillhub.snapshot import (
+    SKILLS_TABLE,
     latest_snapshot_dir,
     load_record,
     publish_snapshot,
@@ -55,10 +57,15 @@ def skillhub_crawl(
     keep the `skills` partitions in step (new skills added, removed skills' partitions deleted), and observe each
     skill's raw SKILL.md folder so only changed skills turn stale downstream."""
     result = crawl(skillhub.load())
-    snap_dir, manifest = publish_snapshot(result, artifacts.store().dir(CRAWL_ARTIFACT))
+    root = artifacts.store().dir(CRAWL_ARTIFACT)
+    previous = _previously_observed(context.instance, root)
+    snap_dir, manifest = publish_snapshot(result, root)
     added, removed = _sync_partitions(context.instance, [r.skill_id for r in result.records])
+    observed = 0
     for r in result.records:
-        context.log_event(_observation(r))
+        if previous.get(r.skill_id) != (r.bundle_digest, r.source_commit):
+            context.log_event(_observation(r))
+            observed += 1
     context.log.info("crawl %s: %d skills, %s", manifest.snapshot_id, manifest.n_skills, manifest.status_counts)
     return dg.MaterializeResult(
         data_version=dg.DataVersion(manifest.snapshot_id),
@@ -70,10 +77,24 @@ def skillhub_crawl(
             "reason_counts": dg.MetadataValue.json(manifest.reason_counts),
             "sources": dg.MetadataValue.json(manifest.sources),
             "partitions_added": len(added),
+            "raw_skill_md_observed": observed,
             "partitions_removed": dg.MetadataValue.json(sorted(removed)),
             "seconds": dg.MetadataValue.json(manifest.seconds),
         },
     )
+
+
+def _previously_observed(instance: dg.DagsterInstance, root: Path) -> dict[str, tuple[str, str | None]]:
+    """(digest, commit) per skill as this instance's last crawl observed them: only differences are observed
+    again, so a re-crawl of a large unchanged hub writes no events (a new instance observes everything)."""
+    event = instance.get_latest_materialization_event(dg.AssetKey(CRAWL_ARTIFACT))
+    meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
+    snapshot = meta.get("snapshot_id")
+    table = root / str(snapshot.value if snapshot else "") / SKILLS_TABLE
+    if not snapshot or not table.is_file():
+        return {}
+    rows = pq.read_table(table, columns=["skill_id", "bundle_digest", "source_commit"]).to_pylist()
+    return {r["skill_id"]: (r["bundle_digest"], r["source_commit"]) for r in rows}
 
 
 def _sync_partitions(instance: dg.DagsterInstance, keys: list[str]) -> tuple[set[str], set[str]]:

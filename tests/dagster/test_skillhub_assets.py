@@ -166,3 +166,17 @@ def test_git_source_two_commits_new_data_versions_only_for_changed(tmp_path):
     assert {commit for _, commit in second.values()} == {c2}
     changed = sorted(k for k in first if first[k][0] != second[k][0])
     assert changed == ["g__csv-cleaner"]
+
+
+def test_recrawl_observes_only_changed_skills(setup):
+    hub, resources, instance = setup
+    first = _crawl(resources, instance).asset_materializations_for_node("skillhub_crawl")[0]
+    assert first.metadata["raw_skill_md_observed"].value == 3
+    again = _crawl(resources, instance).asset_materializations_for_node("skillhub_crawl")[0]
+    assert again.metadata["raw_skill_md_observed"].value == 0
+    write_skill(hub, "log-counter", body="Count 5xx responses per upstream with `awk '$9 >= 500'` and sort them.")
+    third = _crawl(resources, instance).asset_materializations_for_node("skillhub_crawl")[0]
+    assert third.metadata["raw_skill_md_observed"].value == 1
+    fresh = dg.DagsterInstance.ephemeral()  # a new instance has seen nothing: it observes every skill
+    assert _crawl(resources, fresh).asset_materializations_for_node("skillhub_crawl")[0].metadata[
+        "raw_skill_md_observed"].value == 3
