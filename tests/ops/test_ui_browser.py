@@ -69,12 +69,12 @@ def _dismiss_welcome(page) -> None:
 
 def _expand_groups(page) -> None:
     """The global graph starts with asset groups collapsed; expand each (its 'unfold_more' control)."""
-    for _ in range(10):
+    for _ in range(20):
         toggles = page.locator('[aria-label="unfold_more"]')
         if toggles.count() == 0:
             return
-        toggles.first.click()
-        page.wait_for_timeout(500)
+        toggles.last.click()
+        page.wait_for_timeout(1_500)  # let the layout settle before the next toggle moves
 
 
 DOWNSTREAM_FIRST = ("gate_reports", "task_bundles", "axis_samples", "workflow_plans", "skillhub_snapshot")
@@ -85,6 +85,27 @@ def _deepest_asset(server: DagsterDev) -> str:
     nodes = server.gql("{ assetNodes { assetKey { path } } }")["assetNodes"]
     names = {"/".join(n["assetKey"]["path"]) for n in nodes}
     return next(a for a in DOWNSTREAM_FIRST if a in names)
+
+
+def _zoom_until_rendered(page, name: str, tries: int = 10) -> None:
+    """The graph renders only nodes inside the viewport: zoom out until `name` is drawn."""
+    for _ in range(tries):
+        if page.get_by_text(name, exact=True).count() > 0:
+            return
+        page.locator('[aria-label="zoom_out"]').first.click()
+        page.wait_for_timeout(700)
+    page.get_by_text(name, exact=True).first.wait_for(timeout=30_000)
+
+
+def _upstream_link(page, current: str) -> str:
+    """The next asset up the per-skill chain that the current asset page links to."""
+    order = [*DOWNSTREAM_FIRST, "raw_skill_md"]
+    candidates = order[order.index(current) + 1:] if current in order else ["raw_skill_md"]
+    page.get_by_text("Upstream assets").first.wait_for(timeout=60_000)
+    for name in ["raw_skill_md", *candidates]:
+        if page.locator(f'a[href*="/assets/{name}"]').count() > 0 and name != current:
+            return name
+    raise AssertionError(f"{current}: no upstream link among {candidates}")
 
 
 def _new_run_id(server: DagsterDev, before: set[str], timeout: float = 60.0) -> str:
@@ -102,10 +123,9 @@ def test_user_materialises_inspects_and_follows_lineage(server: DagsterDev, page
     page.goto(f"{server.url}/asset-groups", wait_until="networkidle")
     _dismiss_welcome(page)
     _expand_groups(page)
-    page.reload(wait_until="networkidle")  # re-fits the now expanded graph into the viewport
-    _dismiss_welcome(page)
-    for name in ("raw_skill_md", "skillhub_crawl", "skillhub_snapshot", "workflow_plans"):
-        page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
+    page.get_by_text("raw_skill_md", exact=True).first.wait_for(timeout=60_000)
+    for name in ("raw_skill_md", "skillhub_crawl", "skillhub_snapshot", "workflow_plans", _deepest_asset(server)):
+        _zoom_until_rendered(page, name)
     _shot(page, tmp_path, "01-asset-graph")
 
     # 2. Materialise the crawl with a click on its asset page.
@@ -127,14 +147,23 @@ def test_user_materialises_inspects_and_follows_lineage(server: DagsterDev, page
     page.get_by_text(run_id[:8]).first.wait_for(timeout=30_000)  # materialised by the run launched above
     _shot(page, tmp_path, "02-partition-metadata")
 
-    # 5. Lineage: upstream at full depth, then double-click raw_skill_md and open its observation of this skill.
+    # 5. Lineage: the upstream graph at full depth reaches raw_skill_md; then walk up link by link and open the
+    #    observation of this skill's SKILL.md.
     page.goto(f"{server.url}/assets/{asset}?view=lineage&lineageScope=upstream", wait_until="networkidle")
     page.get_by_role("button", name="All", exact=True).click()
-    node = page.get_by_text("raw_skill_md", exact=True).first
-    node.wait_for(timeout=60_000)
+    page.wait_for_timeout(1_000)
+    _zoom_until_rendered(page, "raw_skill_md")
     _shot(page, tmp_path, "03-lineage-upstream")
-    node.dblclick()
-    page.wait_for_url("**/assets/raw_skill_md**", timeout=30_000)
+    # Follow the chain on foot: each asset's Overview lists its upstream assets as links; click one step up
+    # at a time until raw_skill_md (the graph's own nodes may sit under the side navigation when zoomed out).
+    page.goto(f"{server.url}/assets/{asset}", wait_until="networkidle")
+    chain = [asset]
+    while chain[-1] != "raw_skill_md" and len(chain) < 8:
+        nxt = _upstream_link(page, chain[-1])
+        page.locator(f'a[href*="/assets/{nxt}"]').first.click()
+        page.wait_for_url(f"**/assets/{nxt}**", timeout=30_000)
+        chain.append(nxt)
+    assert chain[-1] == "raw_skill_md", chain
     page.get_by_text("Events", exact=True).first.click()
     page.get_by_text(SKILL, exact=True).first.click()
     page.get_by_text("csv-cleaner/SKILL.md").first.wait_for(timeout=60_000)
