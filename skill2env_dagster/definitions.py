@@ -50,10 +50,15 @@ def build_defs(resources: Mapping[str, Any] | None = None) -> dg.Definitions:
         "skill_snapshot_refresh", selection=dg.AssetSelection.assets(skillhub_snapshot),
         description="Refresh the snapshot record of skills that are not eligible (their verdict changed).",
     )
+    analytics_job = dg.define_asset_job(
+        "corpus_analytics", selection=dg.AssetSelection.assets(retrieval_probe, corpus_export, corpus_stats),
+        description="Retrieval probe over all retained tasks, then the corpus export (parquet, DuckDB, Harbor dataset) "
+        "and its statistics and plots.",
+    )
     return dg.Definitions(
         assets=[raw_skill_md, *GLOBAL_ASSETS, *SKILL_ASSETS],
         asset_checks=CHECKS,
-        jobs=[crawl_job, pipeline_job, snapshot_job],
+        jobs=[crawl_job, pipeline_job, snapshot_job, analytics_job],
         schedules=[build_crawl_schedule(crawl_job)],
         sensors=[build_change_sensor(pipeline_job, snapshot_job)],
         resources={**default_resources(), **dict(resources or {})},

@@ -72,6 +72,9 @@ def _materialize(out: Path, max_variants: int, only: list[str] | None) -> list[s
                                           raise_on_error=False)
         if not res.success:
             failed.append(key)
+    if not defs.resolve_job_def("corpus_analytics").execute_in_process(instance=instance,
+                                                                      raise_on_error=False).success:
+        failed.append("corpus_analytics")
     return failed
 
 
@@ -90,6 +93,7 @@ def _funnel(out: Path, failed: list[str]) -> dict:
     created = [b for s in bundles.values() for b in s.bundles]
     rejected = Counter(r.value for b in created if b.status != "retained" for r in b.reasons)
     verified = {name for g in gates.values() for name, r in g.reports.items() if r.verdict.value == "retained"}
+    probe = _probe_summary(store)
     return {
         "skills_crawled": len(skills),
         "screened_out_by_reason": dict(screened),
@@ -100,8 +104,23 @@ def _funnel(out: Path, failed: list[str]) -> dict:
         "retained": len(verified),
         "rejected_by_reason": dict(rejected),
         "failed_partitions": failed,
+        "retrieval_probe": probe,
+        "export_dir": str(store.dir("corpus_export") / "current"),
         "_retained_paths": sorted(b.path for b in created if b.task_name in verified),
     }
+
+
+def _probe_summary(store) -> dict:
+    """Top-1 / top-10 of the main probe modes against chance (full report: the retrieval_probe asset)."""
+    from skill2env_dagster.models.probe import ProbeReport
+
+    if not store.exists("retrieval_probe", "corpus"):
+        return {}
+    report = store.load("retrieval_probe", "corpus", ProbeReport)
+    keep = ("instruction_rubric", "rubric_only", "instruction_only", "masked_instruction_rubric")
+    return {"n_skills": report.n_skills, "chance": round(report.chance, 4),
+            **{m: {"top1": round(report.modes[m].top1, 3), "top10": round(report.modes[m].top10, 3)}
+               for m in keep if m in report.modes}}
 
 
 def _export(paths: list[str], dest: Path) -> list[str]:
