@@ -17,6 +17,7 @@ if bash scripts/docker-up.sh; then
 else
   log "Docker engine/registry unavailable: docker tests will skip"; [ "${CI:-}" = "true" ] && exit 1
 fi
+bash deploy/build-image.sh >/dev/null || log "project image could not be built: the scale-out test will build or skip"
 bash scripts/postgres-up.sh >/dev/null || log "PostgreSQL unavailable: postgres tests will skip"
 bash scripts/browser-up.sh >/dev/null || log "chromium/playwright unavailable: browser tests will skip"
 
