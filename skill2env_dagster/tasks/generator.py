@@ -7,6 +7,7 @@ loop do not care which one they drive.
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -15,7 +16,9 @@ from skill2env_dagster.models.axes import AxisSample
 from skill2env_dagster.models.plan import Workflow
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.tasks.grounding import Grounding, ground
+from skill2env_dagster.tasks.method import best_practice, extract, instruction_context
 from skill2env_dagster.tasks.recipes import Design, RecipeInput, pick_recipe
+from skill2env_dagster.tasks.recipes.base import Rubric
 from skill2env_dagster.tasks.wording import compose
 
 OFFLINE_PROMPT_VERSION = "offline-recipes-1"
@@ -100,15 +103,20 @@ class OfflineGenerator:
         return EnvironmentDraft(files, d.image, d.recipe, d.archetype, d.verifier)
 
     def instruction(self, ctx: CreationContext) -> str:
-        s = ctx.sample
-        return compose(self.design(ctx).brief, s.persona, s.tone, s.expertise, ctx.seed)
+        s, b = ctx.sample, self.design(ctx).brief
+        said = " ".join([b.topic, b.situation, b.ask, *b.rules, b.deliverable])
+        context = instruction_context(extract(ctx.skill, ctx.grounding), random.Random(f"{ctx.seed}:method"), said)
+        return compose(b, s.persona, s.tone, s.expertise, ctx.seed, context)
 
     def tests(self, ctx: CreationContext) -> tuple[dict[str, str], list[str]]:
         d = self.design(ctx)
         return dict(d.tests), list(d.metrics)
 
     def rubric(self, ctx: CreationContext) -> str:
-        return self.design(ctx).rubric.render()
+        r = self.design(ctx).rubric
+        practice = best_practice(extract(ctx.skill, ctx.grounding), random.Random(f"{ctx.seed}:practice"),
+                                 r.best_practice)
+        return Rubric(r.must_do, r.must_avoid, practice).render()
 
     def solution(self, ctx: CreationContext, evidence: str) -> dict[str, str]:
         d = self.design(ctx)

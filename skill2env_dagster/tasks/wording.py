@@ -30,8 +30,9 @@ def _prose(rules: list[str]) -> str:
     return " ".join(out)
 
 
-def compose(brief, persona: str, tone: str, expertise: str, seed: int) -> str:
-    """2–3 paragraphs; persona sets the voice, tone the framing, expertise how much orientation is given."""
+def compose(brief, persona: str, tone: str, expertise: str, seed: int, context: str = "") -> str:
+    """2–3 paragraphs; persona sets the voice, tone the framing, expertise how much orientation is given.
+    `context` (the skill's method in its own terms) closes the first paragraph."""
     rng = random.Random(seed)
     ask = brief.ask[0].upper() + brief.ask[1:]
     hint = f" {brief.novice_hint}" if expertise == "novice" and brief.novice_hint else ""
@@ -55,5 +56,6 @@ def compose(brief, persona: str, tone: str, expertise: str, seed: int) -> str:
         p1 = f"I'm {_role(persona)} and need you to {brief.ask}. {brief.situation}"
         p2 = f"{rules} {brief.deliverable}"
         p3 = f"For illustration only, a result line looks like `{brief.example.splitlines()[-1]}`." + hint
+    p1 = f"{p1} {context}" if context else p1
     paragraphs = [p1, p2, p3] if not terse or tone == "example_driven" else [p1, f"{p2} {p3}"]
     return "\n\n".join(" ".join(p.split()) for p in paragraphs) + "\n"
