@@ -19,17 +19,17 @@ from skill2env_dagster.tasks.grounding import _NOISE, Grounding
 _FENCE = re.compile(r"```.*?```", re.S)
 _FRONTMATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
 _HEADING = re.compile(r"^(#{2,3})\s+(.+?)\s*#*\s*$", re.M)
-_TERM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{2,23}")
+_TERM = re.compile(r"[A-Za-z][A-Za-z0-9_+.-]{2,23}")
 _MARKED = re.compile(r"\*\*([^*\n]{2,40})\*\*|`([^`\n]{2,40})`")
 _EXT = re.compile(r"(?<![\w/])\.([a-z][a-z0-9]{1,5})\b")
 _GENERIC_HEADING = re.compile(
     r"^(overview|introduction|summary|contents|table of contents|when to use.*|when not to use.*|usage|examples?|"
     r"installation|install|setup|set ?up|prerequisites|requirements|getting started|quick ?start|references?|"
     r"resources|see also|related.*|further reading|license|notes?|faq|support|credits|changelog|version.*|"
-    r"additional resources|next steps|output format|purpose|description|about)$")
+    r"additional resources|next steps|output format|purpose|description|about|expected .*|sample .*)$")
 _RULEY = re.compile(r"\b(best practices?|pitfalls?|rules?|guidelines?|checklist|mistakes?|gotchas?|tips|"
                     r"principles?|validat\w*|verif\w*|troubleshoot\w*|errors?|safety|security|conventions?|"
-                    r"standards?|quality|workflow|process|steps?|method\w*|approach|strateg\w*|patterns?)\b", re.I)
+                    r"standards?|quality|workflow|process|procedures?|steps?|method\w*|approach|strateg\w*|patterns?)\b", re.I)
 # Words that carry no skill identity even when a skill repeats them (the probe's stop words already drop the rest).
 _PLAIN = _NOISE | {
     "data", "output", "input", "result", "results", "value", "values", "code", "text", "line", "lines", "first",
@@ -90,6 +90,10 @@ def _norm(word: str) -> str:
     return word.strip(".-+").lower()
 
 
+def _usable(word: str) -> bool:
+    return len(word) >= 3 and word not in _PLAIN and bool(re.fullmatch(r"[a-z][a-z0-9_+.-]*[a-z0-9]", word))
+
+
 def _term_counts(skill: SkillRecord) -> Counter[str]:
     """Words weighted by how strongly the skill marks them: name and description, bold/code spans and headings
     count more than running text, so tools and named concepts outrank everyday words."""
@@ -99,7 +103,7 @@ def _term_counts(skill: SkillRecord) -> Counter[str]:
     def add(text: str, weight: int) -> None:
         for w in _TERM.findall(text):
             lw = _norm(w)
-            if len(lw) >= 3 and lw not in _PLAIN and not lw.isdigit() and re.fullmatch(r"[a-z][a-z0-9+.-]*", lw):
+            if _usable(lw):
                 counts[lw] += weight
 
     add(prose, 1)
@@ -138,8 +142,8 @@ def _file_types(skill: SkillRecord, g: Grounding) -> list[str]:
 def extract(skill: SkillRecord, g: Grounding) -> Method:
     """The skill's method vocabulary; deterministic for a given skill."""
     counts = _term_counts(skill)
-    terms = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if counts[w] >= 2][:30]
-    rank = {w: i for i, w in enumerate(terms)}
+    ranked = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    terms = [w for w in ranked if counts[w] >= 2][:30]
     sections = _split_sections(skill.body)
     ruley = [s for s in sections if _RULEY.search(s[0])] + [s for s in sections if not _RULEY.search(s[0])]
     rule_sections: list[tuple[str, list[str]]] = []
@@ -147,9 +151,10 @@ def extract(skill: SkillRecord, g: Grounding) -> Method:
         if any(title.lower() == t.lower() for t, _ in rule_sections):
             continue
         local = Counter(_norm(w) for w in _TERM.findall(text))
-        own = [w for w in local if w in rank and w not in title.lower()]
-        own.sort(key=lambda w: (-local[w], rank[w]))
-        if own:
+        # A section's own words, the ones the skill stresses elsewhere too first (its named concepts).
+        own = [w for w in local if _usable(w) and w not in title.lower()]
+        own.sort(key=lambda w: (-min(local[w], 3) - min(counts[w], 6), w))
+        if len(own) >= 2:
             rule_sections.append((title, own[:4]))
     titles = [t for t, _ in sorted(sections, key=lambda s: not _RULEY.search(s[0]))]
     return Method(list(dict.fromkeys(titles))[:8], rule_sections[:6], terms, _tools(g), _file_types(skill, g))
@@ -191,7 +196,7 @@ def best_practice(m: Method, rng: random.Random, fallback: list[str]) -> list[st
     out = []
     for title, terms in m.rule_sections[:3]:
         lead = rng.choice(["Follow the playbook's", "Apply the", "Carry over the"])
-        out.append(f"{lead} {title.lower()} guidance to this scenario, minding {_join(terms)}")
+        out.append(f"{lead} {title.lower()} guidance here, paying attention to {_join(terms)}")
     if not out and m.terms:
         out.append(f"Reason in the skill's own terms ({_join(m.terms[:5])}) and check each against the data")
     return (out + fallback)[:3]
