@@ -125,7 +125,8 @@ def _tools(g: Grounding) -> list[str]:
         words = [w for w in cmd.split() if not w.startswith(("-", "$", "#")) and "=" not in w]
         name = next((w for w in words if w not in skip), "")
         name = name.rsplit("/", 1)[-1]
-        if re.fullmatch(r"[a-z][a-z0-9_.-]{1,20}", name) and name not in out:
+        # Prose lines in unlabelled code blocks look like commands too; their first word is an English one.
+        if re.fullmatch(r"[a-z][a-z0-9_.-]{1,20}", name) and name not in _PLAIN and name not in out:
             out.append(name)
     return out[:6]
 

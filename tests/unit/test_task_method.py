@@ -72,3 +72,9 @@ def test_no_long_verbatim_copy_of_skill_md(skill):
         for text in (gen.instruction(c), gen.rubric(c)):
             tw = re.findall(r"[a-z0-9]+", text.lower())
             assert not any(" ".join(tw[i:i + 8]) in grams for i in range(len(tw) - 7)), text
+
+
+def test_tools_come_from_commands_not_prose_in_code_blocks(skill):
+    body = "## Steps\n\n```\nnot a command, just prose\n```\n\n```bash\n$ jq '.items' data.json\nsudo ffmpeg -i a.mp4\n```\n"
+    s = skill.model_copy(update={"body": body})
+    assert extract(s, ground(s)).tools == ["jq", "ffmpeg"]
