@@ -104,8 +104,7 @@ class OfflineGenerator:
 
     def instruction(self, ctx: CreationContext) -> str:
         s, b = ctx.sample, self.design(ctx).brief
-        said = " ".join([b.topic, b.situation, b.ask, *b.rules, b.deliverable])
-        context = instruction_context(extract(ctx.skill, ctx.grounding), random.Random(f"{ctx.seed}:method"), said)
+        context = instruction_context(extract(ctx.skill, ctx.grounding), random.Random(f"{ctx.seed}:method"))
         return compose(b, s.persona, s.tone, s.expertise, ctx.seed, context)
 
     def tests(self, ctx: CreationContext) -> tuple[dict[str, str], list[str]]:

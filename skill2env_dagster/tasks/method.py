@@ -166,24 +166,18 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def instruction_context(m: Method, rng: random.Random, exclude: str = "") -> str:
-    """Two or three sentences placing the request in the skill's method and vocabulary (prose, never a list).
-    `exclude` is the text the brief already says, so the same words are not repeated."""
+def instruction_context(m: Method, rng: random.Random) -> str:
+    """One or two sentences placing the request in the skill's method: its procedure sections and its tools and
+    file types. A bare list of the skill's frequent terms is deliberately not added: it would lift the lexical
+    retrieval probe without carrying any method, and it reads as keyword stuffing in a natural request."""
     if not m:
         return ""
-    said = set(re.findall(r"[a-z0-9]+", exclude.lower()))
-    terms = [t for t in m.terms if t not in said][:8]
     parts = []
     if m.sections:
         secs = [s.lower() for s in m.sections[:3]]
         parts.append(rng.choice([f"Treat it the way our playbook does, with its {_join(secs)} advice in mind.",
                                  f"Our playbook covers this under {_join(secs)}, and the same reasoning applies here.",
                                  f"Work it the way our runbook sets out in its {_join(secs)} parts."]))
-    if terms:
-        parts.append(rng.choice([f"In that world the things that matter are {_join(terms[:4])}"
-                                 + (f", plus {_join(terms[4:])}." if terms[4:] else "."),
-                                 f"The vocabulary is the usual one: {_join(terms)}.",
-                                 f"Keep the domain straight — {_join(terms)} — when you reason about the data."]))
     if m.tools or m.file_types:
         bits = ([f"tools such as {_join(m.tools[:3])}"] if m.tools else []) + \
                ([f"{_join(m.file_types[:3])} files"] if m.file_types else [])
