@@ -23,21 +23,18 @@ from skill2env_dagster.skillhub.discover import FoundSkill, discover_skills
 from skill2env_dagster.skillhub.domain import guess_domain
 from skill2env_dagster.skillhub.ids import unique_ids
 from skill2env_dagster.skillhub.parse import parse_skill_md
+from skill2env_dagster.skillhub import screen
 from skill2env_dagster.skillhub.screen import screen_skill
 from skill2env_dagster.skillhub.sources import ResolvedSource, resolve_source
 from skill2env_dagster.store import canonical_json, sha256_bytes
 
 log = logging.getLogger(__name__)
 
-# Screening codes that take a skill out of the pipeline; others (licence_unknown, ...) are only recorded.
-BLOCKING_SCREEN_CODES = frozenset({
-    ReasonCode.NEEDS_EXTERNAL_ACCOUNT, ReasonCode.NEEDS_LIVE_SERVICE, ReasonCode.NEEDS_HARDWARE,
-    ReasonCode.OS_OR_GUI_SPECIFIC, ReasonCode.PERSONA_ONLY, ReasonCode.NO_ACTIONABLE_CONTENT,
-    ReasonCode.LICENCE_NOT_ALLOWED, ReasonCode.MALICIOUS, ReasonCode.HARMFUL,
-    ReasonCode.SYMLINK_ESCAPE, ReasonCode.SKILL_TOO_LARGE, ReasonCode.TOO_MANY_FILES,
-})
-# Informational findings: kept as evidence, never listed among a skill's reasons.
-INFO_CODES = frozenset({ReasonCode.STANDIN_POSSIBLE})
+# The screen's own blocking codes, plus the bundle problems that make a skill unsafe or too big to use.
+BLOCKING_CODES = screen.BLOCKING_CODES | {ReasonCode.SYMLINK_ESCAPE, ReasonCode.SKILL_TOO_LARGE, ReasonCode.TOO_MANY_FILES}
+# Of the screen's informational codes, licence_unknown is listed among reasons (the issue asks for it to be
+# recorded); the rest stay evidence only.
+EVIDENCE_ONLY_CODES = screen.INFO_CODES - {ReasonCode.LICENCE_UNKNOWN}
 PARALLEL_MIN_SKILLS = 400
 
 
@@ -62,9 +59,6 @@ class CrawlResult:
         """Content address of the snapshot: changes iff any skill's content, verdict or duplicate status does."""
         rows = [(r.skill_id, r.bundle_digest, r.status, sorted(r.reasons), r.duplicate_of) for r in self.records]
         return sha256_bytes(canonical_json(sorted(rows)).encode())[:16]
-
-    def by_id(self) -> dict[str, SkillRecord]:
-        return {r.skill_id: r for r in self.records}
 
     def status_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -215,10 +209,10 @@ def _build(job: _Job) -> SkillRecord:
         reasons.append(code)
         findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0, text=detail[:200]))
     findings.extend(screen_skill(bundle.texts, parsed.frontmatter, parsed.body, s.screen))
-    reasons.extend(f.code for f in findings if f.rule not in ("parse", "bundle") and f.code not in INFO_CODES)
+    reasons.extend(f.code for f in findings if f.rule not in ("parse", "bundle") and f.code not in EVIDENCE_ONLY_CODES)
     if parsed.errors:
         rec.status = SkillStatus.INVALID
-    elif any(c in BLOCKING_SCREEN_CODES for c in reasons):
+    elif any(c in BLOCKING_CODES for c in reasons):
         rec.status = SkillStatus.SCREENED_OUT
     return _finish(rec, reasons, findings)
 
