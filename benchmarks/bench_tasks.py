@@ -43,7 +43,7 @@ def main() -> None:
     ap.add_argument("--no-gates", action="store_true")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    skills = [r for r in crawl_paths([EXAMPLES]).records if r.is_canonical_eligible]
+    skills = [r for r in crawl_paths([EXAMPLES]).records if r.is_eligible]
     t1 = time.perf_counter()
     planned = [(s, plan_offline(s, prompt_version="bench")) for s in skills]
     planned = [(s, p, sample_axes(p)) for s, p in planned]

@@ -8,6 +8,7 @@ from typing import Any
 
 import dagster as dg
 
+from skill2env_dagster.artifacts import ANALYTICS_JOB, CRAWL_JOB, PIPELINE_JOB, SNAPSHOT_JOB
 from skill2env_dagster.assets.automation import build_change_sensor, build_crawl_schedule
 from skill2env_dagster.assets.export import corpus_export, corpus_stats
 from skill2env_dagster.assets.plans import axis_samples, workflow_plans
@@ -21,7 +22,6 @@ from skill2env_dagster.resources.store import ArtifactStoreResource
 
 SKILL_ASSETS: list[Any] = [skillhub_snapshot, workflow_plans, axis_samples, *TASK_ASSETS]
 GLOBAL_ASSETS: list[Any] = [skillhub_crawl, retrieval_probe, corpus_export, corpus_stats]
-CHECKS: list[Any] = []
 
 
 def default_resources() -> dict[str, Any]:
@@ -41,23 +41,22 @@ def _asset_keys(assets: list[Any]) -> list[dg.AssetKey]:
 
 def build_defs(resources: Mapping[str, Any] | None = None) -> dg.Definitions:
     """Tests pass their own resources (tmp store, fake LLM), which override the real ones from the environment."""
-    crawl_job = dg.define_asset_job("skillhub_crawl_job", selection=dg.AssetSelection.assets(skillhub_crawl))
+    crawl_job = dg.define_asset_job(CRAWL_JOB, selection=dg.AssetSelection.assets(skillhub_crawl))
     pipeline_job = dg.define_asset_job(
-        "skill_pipeline", selection=dg.AssetSelection.assets(*_asset_keys(SKILL_ASSETS)),
+        PIPELINE_JOB, selection=dg.AssetSelection.assets(*_asset_keys(SKILL_ASSETS)),
         description="Every per-skill asset of one skill partition, from its snapshot to its gate reports.",
     )
     snapshot_job = dg.define_asset_job(
-        "skill_snapshot_refresh", selection=dg.AssetSelection.assets(skillhub_snapshot),
+        SNAPSHOT_JOB, selection=dg.AssetSelection.assets(skillhub_snapshot),
         description="Refresh the snapshot record of skills that are not eligible (their verdict changed).",
     )
     analytics_job = dg.define_asset_job(
-        "corpus_analytics", selection=dg.AssetSelection.assets(retrieval_probe, corpus_export, corpus_stats),
+        ANALYTICS_JOB, selection=dg.AssetSelection.assets(retrieval_probe, corpus_export, corpus_stats),
         description="Retrieval probe over all retained tasks, then the corpus export (parquet, DuckDB, Harbor dataset) "
         "and its statistics and plots.",
     )
     return dg.Definitions(
         assets=[raw_skill_md, *GLOBAL_ASSETS, *SKILL_ASSETS],
-        asset_checks=CHECKS,
         jobs=[crawl_job, pipeline_job, snapshot_job, analytics_job],
         schedules=[build_crawl_schedule(crawl_job)],
         sensors=[build_change_sensor(pipeline_job, snapshot_job)],

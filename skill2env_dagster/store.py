@@ -14,11 +14,14 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from skill2env_dagster.reasons import ReasonCode, StoreError
+
+if TYPE_CHECKING:
+    from skill2env_dagster.artifacts import Artifact, Folder
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -94,31 +97,43 @@ def read_model(path: Path, cls: type[M]) -> M:
 
 
 class ArtifactStore:
-    """Lays artifacts out as ROOT/<artifact>/<skill_id>.json (and folders for task bundles)."""
+    """Lays artifacts out as ROOT/<artifact>/<key>.json (and folders for task bundles, snapshots, exports).
+
+    Every method takes a registry entry (`skill2env_dagster.artifacts`), so the name and the model of an artifact
+    are never paired by hand: `store.load(PLANS, key)` is a `WorkflowPlanSet`.
+    """
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
 
-    def path(self, artifact: str, key: str, suffix: str = ".json") -> Path:
-        return self.root / artifact / f"{check_key(key)}{suffix}"
+    def path(self, artifact: Artifact[Any] | Folder, key: str, suffix: str = ".json") -> Path:
+        return self.root / artifact.name / f"{check_key(key)}{suffix}"
 
-    def dir(self, artifact: str, key: str | None = None) -> Path:
-        return self.root / artifact if key is None else self.root / artifact / check_key(key)
+    def dir(self, artifact: Artifact[Any] | Folder, key: str | None = None) -> Path:
+        base = self.root / artifact.name
+        return base if key is None else base / check_key(key)
 
-    def save(self, artifact: str, key: str, model: BaseModel) -> str:
+    def save(self, artifact: Artifact[M], key: str, model: M) -> str:
+        if not isinstance(model, artifact.model):
+            raise StoreError(ReasonCode.INTERNAL_ERROR, f"{artifact.name} holds {artifact.model.__name__}, "
+                             f"not {type(model).__name__}")
         return write_model(self.path(artifact, key), model)
 
-    def load(self, artifact: str, key: str, cls: type[M]) -> M:
-        return read_model(self.path(artifact, key), cls)
+    def load(self, artifact: Artifact[M], key: str) -> M:
+        return read_model(self.path(artifact, key), artifact.model)
 
-    def exists(self, artifact: str, key: str) -> bool:
+    def exists(self, artifact: Artifact[Any], key: str) -> bool:
         return self.path(artifact, key).exists()
 
-    def keys(self, artifact: str) -> list[str]:
-        folder = self.root / artifact
+    def delete(self, artifact: Artifact[Any], key: str) -> None:
+        """Drop a stale artifact (a skill that became ineligible must not keep its old plan)."""
+        self.path(artifact, key).unlink(missing_ok=True)
+
+    def keys(self, artifact: Artifact[Any]) -> list[str]:
+        folder = self.root / artifact.name
         if not folder.is_dir():
             return []
         return sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith("."))
 
-    def load_all(self, artifact: str, cls: type[M]) -> dict[str, M]:
-        return {k: self.load(artifact, k, cls) for k in self.keys(artifact)}
+    def load_all(self, artifact: Artifact[M]) -> dict[str, M]:
+        return {k: self.load(artifact, k) for k in self.keys(artifact)}

@@ -6,7 +6,7 @@ from typing import Any
 
 import dagster as dg
 
-from skill2env_dagster.assets.skillhub import CRAWL_ARTIFACT
+from skill2env_dagster.artifacts import CRAWL
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.skillhub.snapshot import diff_snapshots
 
@@ -37,7 +37,7 @@ def build_change_sensor(
         default_status=dg.DefaultSensorStatus.RUNNING,
     )
     def skillhub_change_sensor(context: dg.SensorEvaluationContext, artifacts: ArtifactStoreResource):
-        root = artifacts.store().dir(CRAWL_ARTIFACT)
+        root = artifacts.store().dir(CRAWL)
         latest = root / "latest.json"
         if not latest.exists():
             return dg.SkipReason("no crawl snapshot yet: materialise skillhub_crawl")

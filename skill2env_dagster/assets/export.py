@@ -12,15 +12,14 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from skill2env_dagster.export.inputs import AXES, GATES, PLANS, PROBE, SNAPSHOT, TASKS, load_inputs
-from skill2env_dagster.export.run import PLOTS_DIR, STATS_FILE, export_corpus
+from skill2env_dagster.artifacts import AXES, CORPUS_KEY, EXPORT, GATES, PLANS, PROBE, SNAPSHOT, STATS, TASKS
+from skill2env_dagster.assets.common import asset_code_version
+from skill2env_dagster.export.inputs import load_inputs
+from skill2env_dagster.export.run import CURRENT_EXPORT, PLOTS_DIR, STATS_FILE, export_corpus
 from skill2env_dagster.models.export import CorpusStats
 from skill2env_dagster.models.probe import DecontamConfig
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import read_model
-
-EXPORT, STATS = "corpus_export", "corpus_stats"
-CURRENT = "current"
 
 
 class CorpusExportConfig(dg.Config):
@@ -31,12 +30,12 @@ class CorpusExportConfig(dg.Config):
 
 
 def export_dir(artifacts: ArtifactStoreResource, config_out: str = "") -> Path:
-    return Path(config_out) if config_out else artifacts.store().dir(EXPORT) / CURRENT
+    return Path(config_out) if config_out else artifacts.store().dir(EXPORT) / CURRENT_EXPORT
 
 
 @dg.asset(
-    name=EXPORT, deps=[SNAPSHOT, PLANS, AXES, TASKS, GATES, PROBE], group_name="analytics",
-    kinds={"parquet", "duckdb", "harbor"},
+    name=EXPORT.name, deps=[a.name for a in (SNAPSHOT, PLANS, AXES, TASKS, GATES, PROBE)], group_name="analytics",
+    kinds={"parquet", "duckdb", "harbor"}, code_version=asset_code_version(EXPORT),
 )
 def corpus_export(context: dg.AssetExecutionContext, config: CorpusExportConfig,
                   artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
@@ -68,19 +67,20 @@ def _inline_png(name: str, path: Path) -> str:
 
 def _latest_export_dir(context: dg.AssetExecutionContext) -> Path | None:
     """Where the last corpus_export wrote (its out_dir may have been configured away from the default)."""
-    event = context.instance.get_latest_materialization_event(dg.AssetKey(EXPORT))
+    event = context.instance.get_latest_materialization_event(dg.AssetKey(EXPORT.name))
     mat = event.asset_materialization if event else None
     value = mat.metadata.get("export_dir") if mat else None
     return Path(value.value) if value is not None else None
 
 
-@dg.asset(name=STATS, deps=[EXPORT], group_name="analytics", kinds={"python", "matplotlib"})
+@dg.asset(name=STATS.name, deps=[EXPORT.name], group_name="analytics", kinds={"python", "matplotlib"},
+          code_version=asset_code_version(STATS))
 def corpus_stats(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
     """Funnel by reason, domain mix, axis coverage, gate pass rates and cost per retained task, with plots."""
     out = _latest_export_dir(context) or export_dir(artifacts)
     stats = read_model(out / STATS_FILE, CorpusStats)
     store = artifacts.store()
-    digest = store.save(STATS, CURRENT, stats)
+    digest = store.save(STATS, CORPUS_KEY, stats)
     plots = sorted((out / PLOTS_DIR).glob("*.png"))
     context.log.info(f"corpus_stats funnel={stats.funnel}")
     return dg.MaterializeResult(

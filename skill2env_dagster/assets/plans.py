@@ -1,35 +1,26 @@
 """Assets `workflow_plans` and `axis_samples`, partitioned by skill.
 
-Thin wrappers over `planning/`: read the skill from the store, plan (offline or LLM), write, report. The
-code_version of `workflow_plans` is a hash of its prompt template(s), the model settings and the offline planner
-version, so editing a prompt marks its partitions stale; `axis_samples` hashes the axis catalogues instead.
-A skill that is not an eligible canonical skill is recorded as skipped (metadata status=skipped,
-reason=not_eligible, no artifact file); an LLM failure fails only that partition with its reason code.
+Thin wrappers over `planning/`: read the skill from the store, plan (offline or LLM), write, report. Their code
+versions come from the scopes declared in the artifact registry (`artifacts.py`), so editing the planner, a prompt
+or an axis catalogue marks exactly these partitions stale. A skill that is not eligible is recorded as skipped
+(no artifact file); an LLM failure fails only that partition with its reason code.
 """
 
+# No `from __future__ import annotations`: Dagster resolves the dg.Config parameter type at decoration time.
 
 from pathlib import Path
 
 import dagster as dg
 
-from skill2env_dagster.assets.partitions import skills_partitions
-from skill2env_dagster.llm.prompts import prompt_version
-from skill2env_dagster.models.axes import AxisSampleSet
+from skill2env_dagster.artifacts import AXES, PLANS, SNAPSHOT
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.planning import ineligibility, plan_offline, plan_with_llm, sample_axes
-from skill2env_dagster.planning.axes import SAMPLER_VERSION
-from skill2env_dagster.planning.catalogue import catalogue_digest
-from skill2env_dagster.planning.llm_planner import PLAN_TEMPLATE
-from skill2env_dagster.planning.offline import OFFLINE_PLANNER_VERSION
-from skill2env_dagster.reasons import LLMError, is_retryable
-from skill2env_dagster.resources.llm import LLMResource, env_fingerprint
+from skill2env_dagster.planning import plan_offline, plan_with_llm, sample_axes
+from skill2env_dagster.reasons import LLMError, ReasonCode, is_retryable
+from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
-from skill2env_dagster.store import ArtifactStore, canonical_json, sha256_bytes
-
-SNAPSHOT = "skillhub_snapshot"
-PLANS = "workflow_plans"
-AXES = "axis_samples"
+from skill2env_dagster.store import canonical_json, sha256_bytes
 
 
 class AxisSamplingConfig(dg.Config):
@@ -37,25 +28,12 @@ class AxisSamplingConfig(dg.Config):
     variants_per_workflow: int = 1
 
 
-def plans_code_version(prompts_folder: Path | str | None = None, fingerprint: dict | None = None) -> str:
-    fp = env_fingerprint() if fingerprint is None else fingerprint
-    return f"{OFFLINE_PLANNER_VERSION}+{prompt_version(PLAN_TEMPLATE, fp, folder=prompts_folder)}"
-
-
 def _content_digest(plans: WorkflowPlanSet) -> str:
     """Data version without usage, so a cache-hit re-run (different token counts) is not a data change."""
     return sha256_bytes(canonical_json(plans.model_dump(mode="json", exclude={"usage"})).encode())[:24]
 
 
-def _skip(store: ArtifactStore, artifact: str, key: str, reason: str, log: object) -> dg.MaterializeResult:
-    store.path(artifact, key).unlink(missing_ok=True)  # never leave a stale plan behind for a skipped skill
-    getattr(log, "info")(f"{artifact} skill={key} status=skipped reason={reason}")
-    return dg.MaterializeResult(data_version=dg.DataVersion(f"skipped:{reason}"),
-                                metadata={"status": "skipped", "reason": reason})
-
-
-def _plan(skill: SkillRecord, llm: LLMResource, prompts_folder: Path | str | None) -> WorkflowPlanSet:
-    version = prompt_version(PLAN_TEMPLATE, llm.fingerprint(), folder=prompts_folder)
+def _plan(skill: SkillRecord, llm: LLMResource, version: str) -> WorkflowPlanSet:
     if llm.is_offline():
         return plan_offline(skill, prompt_version=version)
     return plan_with_llm(skill, llm.client(), prompt_version=version, model=llm.model)
@@ -63,20 +41,21 @@ def _plan(skill: SkillRecord, llm: LLMResource, prompts_folder: Path | str | Non
 
 def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.AssetsDefinition]:
     """Both assets; tests pass a copy of the prompts folder to observe staleness after a template edit."""
+    plans_version = asset_code_version(PLANS, prompts_folder)
 
     @dg.asset(
-        name=PLANS, partitions_def=skills_partitions, deps=[SNAPSHOT], pool="llm",
-        code_version=plans_code_version(prompts_folder), group_name="planning",
+        name=PLANS.name, partitions_def=skills_partitions, deps=[SNAPSHOT.name], pool="llm",
+        code_version=plans_version, group_name="planning",
     )
     def workflow_plans(context: dg.AssetExecutionContext, llm: LLMResource,
                        artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
         """Up to eight ranked, grounded workflows for one eligible skill (offline or LLM generator)."""
         key, st = context.partition_key, artifacts.store()
-        skill = st.load(SNAPSHOT, key, SkillRecord)
-        if (reason := ineligibility(skill)) is not None:
-            return _skip(st, PLANS, key, reason.value, context.log)
+        skill = st.load(SNAPSHOT, key)
+        if not skill.is_eligible:
+            return skipped(st, PLANS, key, ReasonCode.NOT_ELIGIBLE, context.log)
         try:
-            plans = _plan(skill, llm, prompts_folder)
+            plans = _plan(skill, llm, plans_version)
         except LLMError as e:
             raise dg.Failure(description=str(e), metadata={"reason": e.reason.value},
                              allow_retries=is_retryable(e.reason)) from e
@@ -92,16 +71,16 @@ def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.Asset
         })
 
     @dg.asset(
-        name=AXES, partitions_def=skills_partitions, deps=[workflow_plans],
-        code_version=f"{SAMPLER_VERSION}+{catalogue_digest()}", group_name="planning",
+        name=AXES.name, partitions_def=skills_partitions, deps=[workflow_plans],
+        code_version=asset_code_version(AXES), group_name="planning",
     )
     def axis_samples(context: dg.AssetExecutionContext, config: AxisSamplingConfig,
                      artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
         """Seeded diversification axes per planned workflow/variant (same inputs, same sample)."""
         key, st = context.partition_key, artifacts.store()
         if not st.exists(PLANS, key):
-            return _skip(st, AXES, key, "not_eligible", context.log)
-        plans = st.load(PLANS, key, WorkflowPlanSet)
+            return skipped(st, AXES, key, ReasonCode.NOT_ELIGIBLE, context.log)
+        plans = st.load(PLANS, key)
         samples = sample_axes(plans, global_seed=config.global_seed,
                               variants_per_workflow=config.variants_per_workflow)
         digest = st.save(AXES, key, samples)
@@ -117,4 +96,4 @@ def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.Asset
 
 workflow_plans, axis_samples = build_plan_assets()
 plan_assets = [workflow_plans, axis_samples]
-__all__ = ["AxisSampleSet", "axis_samples", "build_plan_assets", "plan_assets", "workflow_plans"]
+__all__ = ["axis_samples", "build_plan_assets", "plan_assets", "workflow_plans"]

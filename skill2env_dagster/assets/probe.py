@@ -12,10 +12,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from skill2env_dagster.export.inputs import CORPUS_KEY, PROBE, SNAPSHOT, TASKS
+from skill2env_dagster.artifacts import CORPUS_KEY, PROBE, SNAPSHOT, TASKS
+from skill2env_dagster.assets.common import asset_code_version
 from skill2env_dagster.models.probe import ALL_MODES, BASE_MODES, ProbeConfig, ProbeReport, ProbeTaskResult
-from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.models.task import TaskBundleSet
 from skill2env_dagster.probe import ProbeTask, candidate_skills, probe_retrieval, read_task
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore, digest_model
@@ -29,7 +28,7 @@ class RetrievalProbeConfig(dg.Config):
 def _retained_tasks(store: ArtifactStore) -> tuple[list[ProbeTask], list[ProbeTaskResult]]:
     tasks: list[ProbeTask] = []
     invalid: list[ProbeTaskResult] = []
-    for bundles in store.load_all(TASKS, TaskBundleSet).values():
+    for bundles in store.load_all(TASKS).values():
         for b in bundles.retained():
             got = read_task(Path(b.path), b.task_name)
             (tasks if isinstance(got, ProbeTask) else invalid).append(got)
@@ -51,16 +50,17 @@ def _skills_table(report: ProbeReport, limit: int = 25) -> str:
 
 
 @dg.asset(
-    name=PROBE, deps=[TASKS, SNAPSHOT], group_name="analytics", kinds={"python", "scikit-learn"},
+    name=PROBE.name, deps=[TASKS.name, SNAPSHOT.name], group_name="analytics", kinds={"python", "scikit-learn"},
+    code_version=asset_code_version(PROBE),
     description="Does each retained task still retrieve its own skill? TF-IDF, BM25 and entity-masked modes.",
 )
 def retrieval_probe(context: dg.AssetExecutionContext, config: RetrievalProbeConfig,
                     artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
     """Rank every eligible skill for every retained task; store the report under retrieval_probe/corpus.json."""
     store = artifacts.store()
-    skills = candidate_skills(list(store.load_all(SNAPSHOT, SkillRecord).values()))
+    skills = candidate_skills(list(store.load_all(SNAPSHOT).values()))
     if not skills:
-        store.path(PROBE, CORPUS_KEY).unlink(missing_ok=True)
+        store.delete(PROBE, CORPUS_KEY)
         return dg.MaterializeResult(metadata={"status": "skipped", "reason": "no eligible skills in the snapshot"})
     tasks, invalid = _retained_tasks(store)
     report = probe_retrieval(skills, tasks, ProbeConfig(modes=config.modes, mask_top_k=config.mask_top_k), invalid)

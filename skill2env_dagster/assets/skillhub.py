@@ -1,18 +1,15 @@
 """SkillHub stage: the crawl (unpartitioned), the raw SKILL.md lineage root, and the per-skill snapshot."""
 
-
-import hashlib
 from pathlib import Path
 
 import dagster as dg
 import pyarrow.parquet as pq
 
-from skill2env_dagster.assets.partitions import SKILLS_PARTITION, skills_partitions
+from skill2env_dagster.artifacts import CRAWL, RAW_SKILL_MD, SKILLS_PARTITION, SNAPSHOT
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
-from skill2env_dagster.skillhub import crawl as crawl_module
-from skill2env_dagster.skillhub import screen as screen_module
 from skill2env_dagster.skillhub.crawl import crawl
 from skill2env_dagster.skillhub.snapshot import (
     SKILLS_TABLE,
@@ -23,23 +20,10 @@ from skill2env_dagster.skillhub.snapshot import (
 )
 
 OWNERS = ["team:skill2env"]
-CRAWL_ARTIFACT = "skillhub_crawl"
-SNAPSHOT_ARTIFACT = "skillhub_snapshot"
-
-
-def _code_version(*modules) -> str:
-    """Screening rules and crawl logic decide every verdict: their source hash marks all snapshots stale."""
-    h = hashlib.sha256()
-    for m in modules:
-        h.update(Path(m.__file__).read_bytes())
-    rules = Path(screen_module.__file__).parent.parent / "data" / "screening_rules.yaml"
-    if rules.exists():
-        h.update(rules.read_bytes())
-    return h.hexdigest()[:12]
 
 
 raw_skill_md = dg.AssetSpec(
-    "raw_skill_md",
+    RAW_SKILL_MD.name,
     partitions_def=skills_partitions,
     group_name="skillhub",
     kinds={"markdown"},
@@ -49,7 +33,8 @@ raw_skill_md = dg.AssetSpec(
 )
 
 
-@dg.asset(group_name="skillhub", kinds={"python", "parquet"}, owners=OWNERS)
+@dg.asset(name=CRAWL.name, group_name="skillhub", kinds={"python", "parquet"}, owners=OWNERS,
+          code_version=asset_code_version(CRAWL))
 def skillhub_crawl(
     context: dg.AssetExecutionContext, skillhub: SkillHubResource, artifacts: ArtifactStoreResource
 ) -> dg.MaterializeResult:
@@ -57,7 +42,7 @@ def skillhub_crawl(
     keep the `skills` partitions in step (new skills added, removed skills' partitions deleted), and observe each
     skill's raw SKILL.md folder so only changed skills turn stale downstream."""
     result = crawl(skillhub.load())
-    root = artifacts.store().dir(CRAWL_ARTIFACT)
+    root = artifacts.store().dir(CRAWL)
     previous = _previously_observed(context.instance, root)
     snap_dir, manifest = publish_snapshot(result, root)
     added, removed = _sync_partitions(context.instance, [r.skill_id for r in result.records])
@@ -87,7 +72,7 @@ def skillhub_crawl(
 def _previously_observed(instance: dg.DagsterInstance, root: Path) -> dict[str, tuple[str, str | None]]:
     """(digest, commit) per skill as this instance's last crawl observed them: only differences are observed
     again, so a re-crawl of a large unchanged hub writes no events (a new instance observes everything)."""
-    event = instance.get_latest_materialization_event(dg.AssetKey(CRAWL_ARTIFACT))
+    event = instance.get_latest_materialization_event(dg.AssetKey(CRAWL.name))
     meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
     snapshot = meta.get("snapshot_id")
     table = root / str(snapshot.value if snapshot else "") / SKILLS_TABLE
@@ -110,7 +95,7 @@ def _sync_partitions(instance: dg.DagsterInstance, keys: list[str]) -> tuple[set
 
 def _observation(r: SkillRecord) -> dg.AssetObservation:
     return dg.AssetObservation(
-        asset_key="raw_skill_md",
+        asset_key=RAW_SKILL_MD.name,
         partition=r.skill_id,
         tags={"dagster/data_version": r.bundle_digest},
         metadata=provenance_metadata(r),
@@ -129,12 +114,13 @@ def provenance_metadata(r: SkillRecord) -> dict[str, object]:
 
 
 @dg.asset(
+    name=SNAPSHOT.name,
     partitions_def=skills_partitions,
     deps=[raw_skill_md],
     group_name="skillhub",
     kinds={"python", "json"},
     owners=OWNERS,
-    code_version=_code_version(crawl_module, screen_module),
+    code_version=asset_code_version(SNAPSHOT),
 )
 def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
     """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status.
@@ -143,8 +129,8 @@ def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStor
     run, which would break the per-skill staleness this pipeline relies on (README › Design decisions)."""
     store = artifacts.store()
     key = context.partition_key
-    record = load_record(latest_snapshot_dir(store.dir(CRAWL_ARTIFACT)), key)
-    store.save(SNAPSHOT_ARTIFACT, key, record)
+    record = load_record(latest_snapshot_dir(store.dir(CRAWL)), key)
+    store.save(SNAPSHOT, key, record)
     context.log.info("skill=%s status=%s reasons=%s", key, record.status.value, [c.value for c in record.reasons])
     return _snapshot_result(record)
 

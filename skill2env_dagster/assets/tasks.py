@@ -5,55 +5,38 @@ real engine, repairs solution-only failures, and publishes retained/rejected fol
 gates on the published retained folders, so what downstream consumers read is verified as published.
 """
 
+# No `from __future__ import annotations`: Dagster resolves the dg.Config parameter type at decoration time.
 
-import hashlib
 from pathlib import Path
 
 import dagster as dg
 
-from skill2env_dagster.assets.partitions import skills_partitions
+from skill2env_dagster.artifacts import AXES, GATES, PLANS, SNAPSHOT, TASKS
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped
 from skill2env_dagster.gates.freeze import compute_freeze_hash
-from skill2env_dagster.models.axes import AxisSampleSet
-from skill2env_dagster.models.plan import WorkflowPlanSet
-from skill2env_dagster.models.skill import SkillRecord, SkillStatus
 from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateReports
+from skill2env_dagster.reasons import LLMError, ReasonCode, is_retryable
 from skill2env_dagster.resources.docker import DockerResource
+from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
-from skill2env_dagster.store import ArtifactStore, canonical_json, sha256_bytes
-from skill2env_dagster.tasks import recipes
-from skill2env_dagster.reasons import LLMError, is_retryable
-from skill2env_dagster.resources.llm import LLMResource, env_fingerprint
+from skill2env_dagster.store import canonical_json, sha256_bytes
 from skill2env_dagster.tasks.generator import OfflineGenerator, TaskGenerator
-from skill2env_dagster.tasks.llm_generator import LLMGenerator, task_prompts_version
+from skill2env_dagster.tasks.llm_generator import LLMGenerator
 from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
 
-SNAPSHOT, PLANS, AXES = "skillhub_snapshot", "workflow_plans", "axis_samples"
-TASKS, GATES = "task_bundles", "gate_reports"
-
-
-class TaskCreationConfig(dg.Config):
-    max_variants: int = 8
-    max_repairs: int = 2
-
-
+TASKS_VERSION = asset_code_version(TASKS)
 FROZEN_CHECK, PASS_CHECK = "retained_tasks_frozen", "retained_tasks_pass_gates"
 
 
-def _code_version() -> str:
-    """Recipes, wording and the creator decide every offline task, the task prompts (and model settings) every
-    model-made one: a change to either marks all bundles stale."""
-    h = hashlib.sha256()
-    folder = Path(recipes.__file__).parent.parent
-    for p in sorted(folder.rglob("*.py")):
-        h.update(p.read_bytes())
-    return f"{h.hexdigest()[:12]}+{task_prompts_version(env_fingerprint())}"
+class TaskCreationConfig(dg.Config, CreationSettings):
+    """Run config of `task_bundles`: the domain's CreationSettings fields, defaults and bounds."""
 
 
 def _generator(llm: LLMResource) -> TaskGenerator:
     """The offline recipes when no model is configured, else one model call per creation step."""
     if llm.is_offline():
         return OfflineGenerator()
-    return LLMGenerator(llm.client(), llm.model, task_prompts_version(llm.fingerprint()))
+    return LLMGenerator(llm.client(), llm.model, TASKS_VERSION)
 
 
 def _table(bundles: list[TaskBundle]) -> str:
@@ -94,29 +77,22 @@ def _frozen_check(result: TaskBundleSet) -> dg.AssetCheckResult:
                                metadata={"retained": len(result.retained()), "modified": dg.MetadataValue.json(bad)})
 
 
-def _skip(store: ArtifactStore, key: str, reason: str) -> dg.Output | dg.MaterializeResult:
-    store.path(TASKS, key).unlink(missing_ok=True)
-    return dg.MaterializeResult(data_version=dg.DataVersion(f"skipped:{reason}"),
-                                metadata={"status": "skipped", "reason": reason},
-                                check_results=[dg.AssetCheckResult(check_name=FROZEN_CHECK, passed=True,
-                                                                   metadata={"skipped": reason})])
-
-
 @dg.asset(
-    name=TASKS, partitions_def=skills_partitions, deps=[PLANS, AXES], group_name="tasks", kinds={"docker", "harbor"},
-    code_version=_code_version(),
-    check_specs=[dg.AssetCheckSpec(FROZEN_CHECK, asset=TASKS, blocking=True,
+    name=TASKS.name, partitions_def=skills_partitions, deps=[PLANS.name, AXES.name], group_name="tasks",
+    kinds={"docker", "harbor"}, code_version=TASKS_VERSION,
+    check_specs=[dg.AssetCheckSpec(FROZEN_CHECK, asset=TASKS.name, blocking=True,
                                    description="Retained tasks are unchanged since their freeze.")],
 )
 def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, artifacts: ArtifactStoreResource,
                  docker: DockerResource, llm: LLMResource) -> dg.MaterializeResult:
     """Harbor task folders for one skill: created in frozen order, gated on the real engine, solution-repaired."""
     key, store = context.partition_key, artifacts.store()
-    skill = store.load(SNAPSHOT, key, SkillRecord)
-    if skill.status is not SkillStatus.ELIGIBLE or not store.exists(PLANS, key) or not store.exists(AXES, key):
-        return _skip(store, key, "not_eligible")
-    plans, axes = store.load(PLANS, key, WorkflowPlanSet), store.load(AXES, key, AxisSampleSet)
-    settings = CreationSettings(max_repairs=config.max_repairs, max_variants=config.max_variants)
+    skill = store.load(SNAPSHOT, key)
+    if not skill.is_eligible or not store.exists(PLANS, key) or not store.exists(AXES, key):
+        return skipped(store, TASKS, key, ReasonCode.NOT_ELIGIBLE, context.log, check_results=[
+            dg.AssetCheckResult(check_name=FROZEN_CHECK, passed=True, metadata={"skipped": "not_eligible"})])
+    plans, axes = store.load(PLANS, key), store.load(AXES, key)
+    settings = CreationSettings.model_validate(config.model_dump())
     gen = _generator(llm)
     try:
         result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(), settings)
@@ -138,15 +114,16 @@ def _verdicts(reports: TaskGateReports) -> str:
 
 
 @dg.asset(
-    name=GATES, partitions_def=skills_partitions, deps=[TASKS], group_name="tasks", kinds={"docker"},
-    check_specs=[dg.AssetCheckSpec(PASS_CHECK, asset=GATES, blocking=True,
+    name=GATES.name, partitions_def=skills_partitions, deps=[TASKS.name], group_name="tasks", kinds={"docker"},
+    code_version=asset_code_version(GATES),
+    check_specs=[dg.AssetCheckSpec(PASS_CHECK, asset=GATES.name, blocking=True,
                                    description="Every retained task passes every gate from its published folder.")],
 )
 def gate_reports(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource,
                  docker: DockerResource) -> dg.MaterializeResult:
     """The gates re-run on one skill's published retained tasks: static checks, build, Oracle, no-op, wrong.sh."""
     key, store = context.partition_key, artifacts.store()
-    retained = store.load(TASKS, key, TaskBundleSet).retained() if store.exists(TASKS, key) else []
+    retained = store.load(TASKS, key).retained() if store.exists(TASKS, key) else []
     found = docker.gate_many([b.path for b in retained]) if retained else []
     reports = TaskGateReports(skill_id=key, reports={b.task_name: r for b, r in zip(retained, found)})
     store.save(GATES, key, reports)

@@ -13,6 +13,20 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from skill2env_dagster.artifacts import (
+    ANALYTICS_JOB,
+    CORPUS_KEY,
+    CRAWL,
+    CRAWL_JOB,
+    EXPORT,
+    GATES,
+    PIPELINE_JOB,
+    PLANS,
+    PROBE,
+    SKILLS_PARTITION,
+    TASKS,
+)
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -61,10 +75,10 @@ def _materialize(out: Path, max_variants: int, only: list[str] | None) -> list[s
     os.environ["DAGSTER_HOME"] = str(home)
     instance = dg.DagsterInstance.get()
     defs = build_defs(_resources(out))
-    defs.resolve_job_def("skillhub_crawl_job").execute_in_process(instance=instance)
-    keys = [k for k in instance.get_dynamic_partitions("skills") if only is None or k in only]
-    config = {"ops": {"task_bundles": {"config": {"max_variants": max_variants}}}}
-    pipeline = defs.resolve_job_def("skill_pipeline")
+    defs.resolve_job_def(CRAWL_JOB).execute_in_process(instance=instance)
+    keys = [k for k in instance.get_dynamic_partitions(SKILLS_PARTITION) if only is None or k in only]
+    config = {"ops": {TASKS.name: {"config": {"max_variants": max_variants}}}}
+    pipeline = defs.resolve_job_def(PIPELINE_JOB)
     failed = []
     for i, key in enumerate(sorted(keys), 1):
         print(f"demo: [{i}/{len(keys)}] {key}", file=sys.stderr, flush=True)
@@ -72,23 +86,22 @@ def _materialize(out: Path, max_variants: int, only: list[str] | None) -> list[s
                                           raise_on_error=False)
         if not res.success:
             failed.append(key)
-    if not defs.resolve_job_def("corpus_analytics").execute_in_process(instance=instance,
+    if not defs.resolve_job_def(ANALYTICS_JOB).execute_in_process(instance=instance,
                                                                       raise_on_error=False).success:
         failed.append("corpus_analytics")
     return failed
 
 
 def _funnel(out: Path, failed: list[str]) -> dict:
-    from skill2env_dagster.models.task import TaskBundleSet, TaskGateReports
+    from skill2env_dagster.export.run import CURRENT_EXPORT
+    from skill2env_dagster.skillhub.snapshot import latest_snapshot_dir, load_record
     from skill2env_dagster.store import ArtifactStore
 
-    from skill2env_dagster.skillhub.snapshot import latest_snapshot_dir, load_record
-
     store = ArtifactStore(out / "artifacts")
-    snap = latest_snapshot_dir(store.dir("skillhub_crawl"))  # the whole crawl, not only the partitions run
+    snap = latest_snapshot_dir(store.dir(CRAWL))  # the whole crawl, not only the partitions run
     skills = {p.stem: load_record(snap, p.stem) for p in sorted((snap / "records").glob("*.json"))}
-    bundles = store.load_all("task_bundles", TaskBundleSet)
-    gates = store.load_all("gate_reports", TaskGateReports)
+    bundles = store.load_all(TASKS)
+    gates = store.load_all(GATES)
     screened = Counter(r.value for s in skills.values() if s.status.value == "screened_out" for r in s.reasons)
     created = [b for s in bundles.values() for b in s.bundles]
     rejected = Counter(r.value for b in created if b.status != "retained" for r in b.reasons)
@@ -99,24 +112,22 @@ def _funnel(out: Path, failed: list[str]) -> dict:
         "screened_out_by_reason": dict(screened),
         "duplicates": sum(s.status.value == "duplicate" for s in skills.values()),
         "invalid": sum(s.status.value == "invalid" for s in skills.values()),
-        "planned": len(store.keys("workflow_plans")),
+        "planned": len(store.keys(PLANS)),
         "created": len(created),
         "retained": len(verified),
         "rejected_by_reason": dict(rejected),
         "failed_partitions": failed,
         "retrieval_probe": probe,
-        "export_dir": str(store.dir("corpus_export") / "current"),
+        "export_dir": str(store.dir(EXPORT) / CURRENT_EXPORT),
         "_retained_paths": sorted(b.path for b in created if b.task_name in verified),
     }
 
 
 def _probe_summary(store) -> dict:
     """Top-1 / top-10 of the main probe modes against chance (full report: the retrieval_probe asset)."""
-    from skill2env_dagster.models.probe import ProbeReport
-
-    if not store.exists("retrieval_probe", "corpus"):
+    if not store.exists(PROBE, CORPUS_KEY):
         return {}
-    report = store.load("retrieval_probe", "corpus", ProbeReport)
+    report = store.load(PROBE, CORPUS_KEY)
     keep = ("instruction_rubric", "rubric_only", "instruction_only", "masked_instruction_rubric")
     return {"n_skills": report.n_skills, "chance": round(report.chance, 4),
             **{m: {"top1": round(report.modes[m].top1, 3), "top10": round(report.modes[m].top10, 3)}

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skill2env_dagster.artifacts import AXES, CORPUS_KEY, GATES, PLANS, PROBE, SNAPSHOT, TASKS
 from skill2env_dagster.models.axes import AxisSampleSet
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.probe import DecontamReport, ProbeReport
@@ -14,10 +15,6 @@ from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateRep
 from skill2env_dagster.store import ArtifactStore
 
 log = logging.getLogger(__name__)
-
-# Artifact names written by the other stages (see assets/skillhub.py, assets/plans.py, assets/tasks.py).
-SNAPSHOT, PLANS, AXES, TASKS, GATES = "skillhub_snapshot", "workflow_plans", "axis_samples", "task_bundles", "gate_reports"
-PROBE, CORPUS_KEY = "retrieval_probe", "corpus"
 
 
 @dataclass
@@ -40,13 +37,13 @@ class CorpusInputs:
 
 def load_inputs(store: ArtifactStore) -> CorpusInputs:
     """Read every materialised artifact; a missing stage is an empty list, a corrupt file a StoreError."""
-    probe = store.load(PROBE, CORPUS_KEY, ProbeReport) if store.exists(PROBE, CORPUS_KEY) else None
+    probe = store.load(PROBE, CORPUS_KEY) if store.exists(PROBE, CORPUS_KEY) else None
     inputs = CorpusInputs(
-        skills=list(store.load_all(SNAPSHOT, SkillRecord).values()),
-        plans=list(store.load_all(PLANS, WorkflowPlanSet).values()),
-        axes=list(store.load_all(AXES, AxisSampleSet).values()),
-        bundles=list(store.load_all(TASKS, TaskBundleSet).values()),
-        gates=list(store.load_all(GATES, TaskGateReports).values()),
+        skills=list(store.load_all(SNAPSHOT).values()),
+        plans=list(store.load_all(PLANS).values()),
+        axes=list(store.load_all(AXES).values()),
+        bundles=list(store.load_all(TASKS).values()),
+        gates=list(store.load_all(GATES).values()),
         probe=probe,
     )
     log.info("export inputs skills=%d plans=%d bundles=%d gates=%d probe=%s", len(inputs.skills), len(inputs.plans),

@@ -26,6 +26,7 @@ from skill2env_dagster.store import atomic_replace_dir, write_model
 
 log = logging.getLogger(__name__)
 
+CURRENT_EXPORT = "current"  # the newest export, under <artifacts>/corpus_export/
 TABLES_DIR, DATASET_DIR, PLOTS_DIR = "tables", "dataset", "plots"
 DUCKDB_FILE, STATS_FILE, DECONTAM_FILE = "corpus.duckdb", "stats.json", "decontamination.json"
 

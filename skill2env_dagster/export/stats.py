@@ -8,7 +8,6 @@ from skill2env_dagster.export.inputs import CorpusInputs
 from skill2env_dagster.models.export import CorpusStats, CostSummary, CountRate
 from skill2env_dagster.models.gate import GateVerdict
 from skill2env_dagster.models.plan import Usage
-from skill2env_dagster.models.skill import SkillStatus
 
 AXES = ("archetype", "primary_verifier_pattern", "complexity", "persona", "tone", "expertise")
 
@@ -18,7 +17,7 @@ def _funnel(x: CorpusInputs, exported: int) -> dict[str, int]:
     gated = [r for g in x.gates for r in g.reports.values()]
     return {
         "crawled": len(x.skills),
-        "eligible": sum(s.status == SkillStatus.ELIGIBLE for s in x.skills),
+        "eligible": sum(s.is_eligible for s in x.skills),
         "planned": len(x.plans),
         "task_candidates": len(candidates),
         "retained": sum(b.status == "retained" for b in candidates),
@@ -64,7 +63,7 @@ def corpus_stats(x: CorpusInputs, exported: int | None = None) -> CorpusStats:
     domain_of = {s.skill_id: s.domain for s in x.skills}
     domains: dict[str, Counter] = {}
     for s in x.skills:
-        if s.status == SkillStatus.ELIGIBLE:
+        if s.is_eligible:
             domains.setdefault(s.domain, Counter())["eligible_skills"] += 1
     for b in retained:
         domains.setdefault(domain_of.get(b.skill_id, "unknown"), Counter())["retained_tasks"] += 1

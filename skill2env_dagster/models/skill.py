@@ -77,8 +77,9 @@ class SkillRecord(BaseModel):
     fixture_of: str | None = Field(default=None, description="Set when this skill is a test fixture of another.")
 
     @property
-    def is_canonical_eligible(self) -> bool:
-        return self.status == SkillStatus.ELIGIBLE
+    def is_eligible(self) -> bool:
+        """The one eligibility predicate: only an eligible, canonical, non-fixture skill is planned and built."""
+        return self.status == SkillStatus.ELIGIBLE and not self.duplicate_of and not self.fixture_of
 
     def text_for_retrieval(self) -> str:
         return "\n".join(x for x in (self.name or "", self.description or "", self.body) if x)

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from skill2env_dagster.models.skill import SkillRecord, SkillStatus
 from skill2env_dagster.planning.axes import coverage_table, derive_seed, sample_axes
 from skill2env_dagster.planning.facts import SkillFacts, extract_facts
 from skill2env_dagster.planning.llm_planner import PlanReply, plan_messages, plan_with_llm
 from skill2env_dagster.planning.offline import plan_offline
-from skill2env_dagster.reasons import ReasonCode
-
-
-def ineligibility(skill: SkillRecord) -> ReasonCode | None:
-    """Plans are made for eligible canonical skills only; anything else is skipped with `not_eligible`."""
-    if skill.status != SkillStatus.ELIGIBLE or skill.duplicate_of or skill.fixture_of:
-        return ReasonCode.NOT_ELIGIBLE
-    return None
 
 
 __all__ = [
@@ -23,7 +14,6 @@ __all__ = [
     "coverage_table",
     "derive_seed",
     "extract_facts",
-    "ineligibility",
     "plan_messages",
     "plan_offline",
     "plan_with_llm",

@@ -24,7 +24,6 @@ from skill2env_dagster.store import sha256_bytes
 
 AXES = ("archetype", "primary_verifier_pattern", "complexity", "persona", "tone", "expertise",
         "capability_dimension", "difficulty_pattern")
-SAMPLER_VERSION = "axes-1"
 
 
 def derive_seed(bundle_digest: str, variant: int | str, global_seed: int) -> int:

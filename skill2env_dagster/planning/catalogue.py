@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from skill2env_dagster.models.axes import Capability, Complexity, Expertise, Tone
 from skill2env_dagster.models.labels import check_label
-from skill2env_dagster.store import sha256_bytes
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 AXES_FILE = "axes.yaml"
@@ -124,8 +123,3 @@ def load_patterns(folder: Path = DATA_DIR) -> PatternPool:
         if unknown:
             raise ValueError(f"pattern {p.id}: unknown archetypes {sorted(unknown)}")
     return pool
-
-
-def catalogue_digest(folder: Path = DATA_DIR) -> str:
-    """Hash of both catalogue files (a code_version input for axis sampling)."""
-    return sha256_bytes((folder / AXES_FILE).read_bytes() + b"\0" + (folder / PATTERNS_FILE).read_bytes())[:16]

@@ -27,7 +27,6 @@ from skill2env_dagster.planning.catalogue import AxisCatalogue, load_axes
 from skill2env_dagster.planning.facts import SkillFacts, extract_facts
 
 MAX_WORKFLOWS = 8
-OFFLINE_PLANNER_VERSION = "offline-1"
 LANG_VERIFIER = {
     "python": "differential_equivalence", "py": "differential_equivalence", "sql": "exact_state",
     "javascript": "regression_suite", "js": "regression_suite", "typescript": "regression_suite",

@@ -25,7 +25,7 @@ from skill2env_dagster.models.probe import (
     ProbeTaskResult,
     SkillProbeScore,
 )
-from skill2env_dagster.models.skill import SkillRecord, SkillStatus
+from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.probe.index import SkillIndex
 from skill2env_dagster.probe.metrics import grouped_metrics, rank_metrics, truth_ranks
 from skill2env_dagster.probe.tasks import ProbeTask
@@ -38,7 +38,7 @@ PRIMARY_MODE = "instruction_rubric"
 
 def candidate_skills(records: Sequence[SkillRecord]) -> list[SkillRecord]:
     """The probe's candidates: eligible skills only (duplicates and screened-out skills are not in the index)."""
-    return [r for r in records if r.status == SkillStatus.ELIGIBLE]
+    return [r for r in records if r.is_eligible]
 
 
 def _split_mode(mode: str) -> tuple[str, str]:

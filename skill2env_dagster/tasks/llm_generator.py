@@ -15,6 +15,7 @@ from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from skill2env_dagster.artifacts import TASK_PROMPTS
 from skill2env_dagster.llm.pricing import sum_usage
 from skill2env_dagster.llm.prompts import prompt_version, render_messages
 from skill2env_dagster.models.plan import Usage
@@ -26,7 +27,7 @@ from skill2env_dagster.tasks.llm_replies import (
 from skill2env_dagster.tasks.recipes.base import Rubric
 
 STEPS = ("environment", "instruction", "tests", "rubric", "solution")
-TEMPLATES = {step: f"task_{step}.j2" for step in STEPS}
+TEMPLATES = dict(zip(STEPS, TASK_PROMPTS, strict=True))
 BODY_LIMIT = 16_000
 M = TypeVar("M", bound=BaseModel)
 

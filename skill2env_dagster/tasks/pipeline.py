@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel, Field
 
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
 from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
@@ -36,10 +37,12 @@ AGENT_TIMEOUT_SEC = 1800.0
 VERIFIER_TIMEOUT_SEC = 300.0
 
 
-@dataclass
-class CreationSettings:
-    max_repairs: int = 2
-    max_variants: int = 8
+class CreationSettings(BaseModel):
+    """How many candidates a skill gets and how often a failing solution is repaired (the asset's run config
+    inherits these fields, so the bounds live here once)."""
+
+    max_repairs: int = Field(default=2, ge=0, le=10, description="Solution-only repairs per candidate.")
+    max_variants: int = Field(default=8, ge=1, le=64, description="Task candidates per skill, in sample order.")
 
 
 def task_name(skill: SkillRecord, sample: AxisSample) -> str:

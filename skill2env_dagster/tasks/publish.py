@@ -8,24 +8,21 @@ import json
 import shutil
 from pathlib import Path
 
+from skill2env_dagster.artifacts import REJECTED, STAGING, TASKS
 from skill2env_dagster.models.gate import GateReport
 from skill2env_dagster.store import ArtifactStore, atomic_replace_dir, atomic_write_text, check_key
 
-TASKS_ARTIFACT = "task_bundles"
-REJECTED_AREA = "rejected"
-STAGING_AREA = ".staging"
 REJECTION_FILE = "rejection.json"
 
 
 def staging_dir(store: ArtifactStore, skill_id: str, task_name: str) -> Path:
-    path = store.root / STAGING_AREA / check_key(skill_id) / check_key(task_name)
+    path = store.dir(STAGING, skill_id) / check_key(task_name)
     shutil.rmtree(path, ignore_errors=True)
     return path
 
 
 def published_dir(store: ArtifactStore, skill_id: str, task_name: str, retained: bool) -> Path:
-    area = TASKS_ARTIFACT if retained else REJECTED_AREA
-    return store.dir(area, skill_id) / check_key(task_name)
+    return store.dir(TASKS if retained else REJECTED, skill_id) / check_key(task_name)
 
 
 def publish(store: ArtifactStore, staging: Path, skill_id: str, task_name: str, retained: bool,

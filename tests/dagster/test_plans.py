@@ -10,7 +10,7 @@ import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContextForTest
 
-from skill2env_dagster.assets.partitions import SKILLS_PARTITION
+from skill2env_dagster.artifacts import AXES, PLANS, SKILLS_PARTITION, SNAPSHOT
 from skill2env_dagster.assets.plans import build_plan_assets
 from skill2env_dagster.llm.prompts import PACKAGE_PROMPTS
 from skill2env_dagster.models.axes import AxisSampleSet
@@ -34,7 +34,7 @@ def env(tmp_path):
         folder.mkdir(parents=True)
         (folder / "SKILL.md").write_text(text)
         status = "screened_out" if key == "t__screened" else "eligible"
-        store.save("skillhub_snapshot", key, make_record(folder, skill_id=key, status=status))
+        store.save(SNAPSHOT, key, make_record(folder, skill_id=key, status=status))
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(SKILLS_PARTITION, KEYS)
     return store, instance, ArtifactStoreResource(root=str(tmp_path / "artifacts"))
@@ -57,11 +57,11 @@ def test_offline_plans_and_axes(env):
     assert res.success
     meta = _meta(res, "workflow_plans")
     assert meta["generator"] == "offline" and meta["llm_calls"] == 0 and meta["cost_usd"] == 0
-    plans = store.load("workflow_plans", KEYS[0], WorkflowPlanSet)
-    samples = store.load("axis_samples", KEYS[0], AxisSampleSet)
+    plans = store.load(PLANS, KEYS[0])
+    samples = store.load(AXES, KEYS[0])
     assert plans.generator == "offline" and len(samples.samples) == len(plans.workflows)
     again = _run(assets, KEYS[0], instance, artifacts, LLMResource())
-    assert store.load("axis_samples", KEYS[0], AxisSampleSet) == samples  # reproducible across runs
+    assert store.load(AXES, KEYS[0]) == samples  # reproducible across runs
     assert _meta(again, "workflow_plans")["workflow_names"] == meta["workflow_names"]
 
 
@@ -71,7 +71,7 @@ def test_ineligible_skill_is_skipped_not_failed(env):
     assert res.success
     assert _meta(res, "workflow_plans") == {"status": "skipped", "reason": "not_eligible"}
     assert _meta(res, "axis_samples")["status"] == "skipped"
-    assert not store.exists("workflow_plans", KEYS[2]) and not store.exists("axis_samples", KEYS[2])
+    assert not store.exists(PLANS, KEYS[2]) and not store.exists(AXES, KEYS[2])
 
 
 def test_llm_failure_fails_only_its_partition_and_cache_avoids_http(env, tmp_path):
@@ -82,7 +82,7 @@ def test_llm_failure_fails_only_its_partition_and_cache_avoids_http(env, tmp_pat
                           cache_dir=str(tmp_path / "cache"), prices={"m": {"input_per_mtok": 3.0}})
         srv.enqueue(server_error(), server_error())
         bad = _run(assets, KEYS[0], instance, artifacts, llm)
-        assert not bad.success and not store.exists("workflow_plans", KEYS[0])
+        assert not bad.success and not store.exists(PLANS, KEYS[0])
         failure = next(e for e in bad.all_events if e.event_type_value == "STEP_FAILURE")
         assert "llm_unavailable" in str(failure.event_specific_data.error.message)
         good = _run(assets, KEYS[1], instance, artifacts, llm)
@@ -108,8 +108,12 @@ def _status(instance, assets, key, asset):
     return resolver.get_status(dg.AssetKey(asset), key)
 
 
-def test_template_edit_marks_plans_stale(env, tmp_path):
+def test_template_edit_marks_plans_stale(env, tmp_path, monkeypatch):
+    """With a model configured the template decides the plans; offline it is never rendered (and stales nothing,
+    see test_code_versions.py)."""
     store, instance, artifacts = env
+    monkeypatch.setenv("S2E_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("S2E_LLM_MODEL", "m")
     folder = tmp_path / "prompts"
     shutil.copytree(PACKAGE_PROMPTS, folder)
     assets = build_plan_assets(folder)

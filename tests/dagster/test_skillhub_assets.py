@@ -10,6 +10,7 @@ import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContextForTest
 
+from skill2env_dagster.artifacts import SNAPSHOT
 from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
 from skill2env_dagster.definitions import build_defs
 from skill2env_dagster.models.skill import SkillRecord
@@ -90,7 +91,7 @@ def test_snapshot_writes_record_and_metadata(setup, tmp_path):
     assert mat.metadata["status"].value == "eligible"
     assert str(mat.metadata["skill_md"].value).endswith("csv-cleaner/SKILL.md")
     store = resources["artifacts"].store()
-    assert store.load("skillhub_snapshot", "t__csv-cleaner", SkillRecord).name == "csv-cleaner"
+    assert store.load(SNAPSHOT, "t__csv-cleaner").name == "csv-cleaner"
 
 
 def test_change_sensor_requests_exactly_new_and_changed(setup):

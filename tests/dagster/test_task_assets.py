@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from skill2env_dagster.assets import tasks as task_assets
-from skill2env_dagster.assets.partitions import SKILLS_PARTITION
+from skill2env_dagster.artifacts import AXES, PLANS, SKILLS_PARTITION, SNAPSHOT, TASKS
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource, env_fingerprint
 from skill2env_dagster.resources.store import ArtifactStoreResource
@@ -30,9 +30,9 @@ def test_schema_violation_fails_the_partition_with_its_reason(examples_dir, tmp_
     skill = skill_from_dir(examples_dir / "log-triage-awk")
     plans, axes = plans_and_axes(skill)
     store = ArtifactStore(tmp_path / "artifacts")
-    store.save("skillhub_snapshot", skill.skill_id, skill)
-    store.save("workflow_plans", skill.skill_id, plans)
-    store.save("axis_samples", skill.skill_id, axes)
+    store.save(SNAPSHOT, skill.skill_id, skill)
+    store.save(PLANS, skill.skill_id, plans)
+    store.save(AXES, skill.skill_id, axes)
     (tmp_path / "state").mkdir()
     (tmp_path / "state" / "base-images.json").write_text(json.dumps(PINS))
     instance = dg.DagsterInstance.ephemeral()
@@ -49,7 +49,7 @@ def test_schema_violation_fails_the_partition_with_its_reason(examples_dir, tmp_
     info = failure.step_failure_data.user_failure_data
     assert info.metadata["reason"].value == "llm_schema_violation"
     assert "EnvironmentReply" in info.description
-    assert not store.exists("task_bundles", skill.skill_id)
+    assert not store.exists(TASKS, skill.skill_id)
 
 
 def test_generator_follows_the_llm_resource():
@@ -58,6 +58,8 @@ def test_generator_follows_the_llm_resource():
     assert isinstance(gen, LLMGenerator) and gen.model == "m"
 
 
-def test_code_version_includes_the_task_prompts_hash():
-    assert task_assets.task_bundles.code_versions_by_key[task_assets.task_bundles.key].endswith(
-        "+" + task_prompts_version(env_fingerprint()))
+def test_code_version_is_the_declared_scope():
+    from skill2env_dagster.versions import code_version
+
+    assert task_assets.task_bundles.code_versions_by_key[task_assets.task_bundles.key] == code_version(
+        TASKS.scope, fingerprint=env_fingerprint())

@@ -1,5 +1,6 @@
-"""Backfill after a prompt change, against a real `dagster dev`: edit a template in a copy of the prompts folder,
-reload the code location, see through GraphQL (`staleStatusByPartition`) that exactly the partitions of the assets
+"""Backfill after a prompt change, against a real `dagster dev` whose model endpoint is the loopback fake (prompts
+decide the output only when a model is configured): edit a template in a copy of the prompts folder, reload the
+code location, see through GraphQL (`staleStatusByPartition`) that exactly the partitions of the assets
 rendering it are STALE, run `skill2env ops backfill-stale` as docs/operations.md tells users, and check those
 partitions were refreshed while the crawl and the snapshots were not re-run.
 """
@@ -21,7 +22,10 @@ from skill2env_dagster.llm.prompts import PACKAGE_PROMPTS
 from skill2env_dagster.planning.llm_planner import PLAN_TEMPLATE
 from tests.ops.conftest import REPO
 from tests.ops.dagster_dev import DagsterDev, make_home
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.hub import make_hub, write_sources
+from tests.unit.task_llm_support import StepResponder, schema_name
+from tests.unit.test_planning_llm import canned_plan
 
 pytestmark = pytest.mark.dagster
 
@@ -52,6 +56,14 @@ def _crawl_count(home: Path) -> int:
         return len(instance.fetch_materializations(dg.AssetKey("skillhub_crawl"), limit=100).records)
 
 
+def _model(body: dict) -> str:
+    """A model that answers the planner with a canned plan and every task step with a small canned task."""
+    return canned_plan(body) if schema_name(body) == "PlanReply" else _STEPS(body)
+
+
+_STEPS = StepResponder()
+
+
 @pytest.fixture
 def server(tmp_path: Path):
     hub = make_hub(tmp_path / "hub")
@@ -59,14 +71,16 @@ def server(tmp_path: Path):
                             tmp_path / "cache")
     prompts = tmp_path / "prompts"
     shutil.copytree(PACKAGE_PROMPTS, prompts)
-    env = {"S2E_SOURCES": str(sources), "S2E_ARTIFACTS_DIR": str(tmp_path / "artifacts"),
-           "S2E_PROMPTS_DIR": str(prompts)}
-    dev = DagsterDev(make_home(tmp_path / "dagster_home"), env, tmp_path / "dagster-dev.log").start()
-    dev.stop_automation()  # only the runs this test launches may materialise anything
-    try:
-        yield dev, prompts
-    finally:
-        dev.stop()
+    with FakeOpenAI(_model) as fake:
+        env = {"S2E_SOURCES": str(sources), "S2E_ARTIFACTS_DIR": str(tmp_path / "artifacts"),
+               "S2E_PROMPTS_DIR": str(prompts), "S2E_LLM_BASE_URL": fake.base_url, "S2E_LLM_MODEL": "fake-model",
+               "S2E_LLM_CACHE_DIR": str(tmp_path / "llm-cache")}
+        dev = DagsterDev(make_home(tmp_path / "dagster_home"), env, tmp_path / "dagster-dev.log").start()
+        dev.stop_automation()  # only the runs this test launches may materialise anything
+        try:
+            yield dev, prompts
+        finally:
+            dev.stop()
 
 
 def test_prompt_edit_stales_exactly_dependents_and_backfill_refreshes_them(server) -> None:

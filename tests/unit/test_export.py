@@ -9,6 +9,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from skill2env_dagster.artifacts import CORPUS_KEY, PROBE, SNAPSHOT, TASKS
 from skill2env_dagster.export import CorpusInputs, corpus_stats, export_corpus, load_inputs
 from skill2env_dagster.export.tables import SCHEMAS, build_tables
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
@@ -195,10 +196,10 @@ def test_load_inputs_reads_the_artifact_store(corpus, tmp_path: Path) -> None:
     inputs, _ = corpus
     store = ArtifactStore(tmp_path / "artifacts")
     for s in inputs.skills:
-        store.save("skillhub_snapshot", s.skill_id, s)
+        store.save(SNAPSHOT, s.skill_id, s)
     for b in inputs.bundles:
-        store.save("task_bundles", b.skill_id, b)
-    store.save("retrieval_probe", "corpus", inputs.probe)
+        store.save(TASKS, b.skill_id, b)
+    store.save(PROBE, CORPUS_KEY, inputs.probe)
     loaded = load_inputs(store)
     assert [s.skill_id for s in loaded.skills] == ["alpha", "beta", "gamma"]
     assert len(loaded.retained()) == 2 and loaded.probe == inputs.probe and loaded.plans == []

@@ -14,6 +14,7 @@ from skill2env_dagster.export import CorpusInputs
 from skill2env_dagster.models.export import CorpusStats
 from skill2env_dagster.models.probe import ProbeReport
 from skill2env_dagster.resources.store import ArtifactStoreResource
+from skill2env_dagster.artifacts import AXES, CORPUS_KEY, GATES, PLANS, PROBE, SNAPSHOT, STATS, TASKS
 from skill2env_dagster.store import ArtifactStore
 
 pytestmark = pytest.mark.dagster
@@ -21,11 +22,15 @@ pytestmark = pytest.mark.dagster
 
 def seed(store: ArtifactStore, inputs: CorpusInputs) -> None:
     for s in inputs.skills:
-        store.save("skillhub_snapshot", s.skill_id, s)
-    for name, items in (("workflow_plans", inputs.plans), ("axis_samples", inputs.axes),
-                        ("task_bundles", inputs.bundles), ("gate_reports", inputs.gates)):
-        for item in items:
-            store.save(name, item.skill_id, item)
+        store.save(SNAPSHOT, s.skill_id, s)
+    for p in inputs.plans:
+        store.save(PLANS, p.skill_id, p)
+    for a in inputs.axes:
+        store.save(AXES, a.skill_id, a)
+    for b in inputs.bundles:
+        store.save(TASKS, b.skill_id, b)
+    for g in inputs.gates:
+        store.save(GATES, g.skill_id, g)
 
 
 def test_probe_export_and_stats_assets(corpus, tmp_path: Path) -> None:  # noqa: F811
@@ -39,11 +44,11 @@ def test_probe_export_and_stats_assets(corpus, tmp_path: Path) -> None:  # noqa:
                             resources={"artifacts": ArtifactStoreResource(root=str(store.root))},
                             run_config=run_config)
     assert result.success
-    report = store.load("retrieval_probe", "corpus", ProbeReport)
+    report = store.load(PROBE, CORPUS_KEY)
     assert report.n_skills == 2 and report.n_scored == 2
     assert [s.skill_id for s in report.per_skill] == ["alpha", "beta"]
     assert (tmp_path / "export" / "dataset" / "alpha-fix-config-v0" / "task.toml").is_file()
-    stats = store.load("corpus_stats", "current", CorpusStats)
+    stats = store.load(STATS, CORPUS_KEY)
     assert stats.funnel["exported"] == 1 and stats.funnel["contaminated"] == 1
     md = result.asset_materializations_for_node("corpus_stats")[0].metadata
     assert "data:image/png;base64," in md["plots"].value

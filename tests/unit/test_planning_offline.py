@@ -11,7 +11,7 @@ import yaml
 
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import FileEntry, SkillRecord
-from skill2env_dagster.planning import extract_facts, ineligibility, plan_offline
+from skill2env_dagster.planning import extract_facts, plan_offline
 from skill2env_dagster.reasons import ReasonCode
 
 
@@ -152,9 +152,10 @@ def test_injection_in_skill_does_not_change_offline_schema(tmp_path):
 
 def test_ineligible_skills_are_flagged(two_skills):
     skill = two_skills[0]
-    assert ineligibility(skill) is None
-    assert ineligibility(skill.model_copy(update={"status": "screened_out"})) == ReasonCode.NOT_ELIGIBLE
-    assert ineligibility(skill.model_copy(update={"duplicate_of": "x"})) == ReasonCode.NOT_ELIGIBLE
+    assert skill.is_eligible
+    assert not skill.model_copy(update={"status": "screened_out"}).is_eligible
+    assert not skill.model_copy(update={"duplicate_of": "x"}).is_eligible
+    assert not skill.model_copy(update={"fixture_of": "x"}).is_eligible
 
 
 @pytest.mark.corpus

@@ -1,0 +1,85 @@
+"""The one registry of artifacts: every asset's name, the model its files hold, and the job/partition names.
+
+An `Artifact[M]` pairs a name (the Dagster asset key, the store folder) with the pydantic model of its files, so
+`store.load(PLANS, key)` returns a `WorkflowPlanSet` without anyone repeating the pair. Domain modules may import
+this registry; it is the only place they learn asset names. It imports no Dagster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from skill2env_dagster.models.axes import AxisSampleSet
+from skill2env_dagster.models.export import CorpusStats
+from skill2env_dagster.models.plan import WorkflowPlanSet
+from skill2env_dagster.models.probe import ProbeReport
+from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.models.task import TaskBundleSet, TaskGateReports
+from skill2env_dagster.versions import CodeScope
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Artifact(Generic[M]):
+    """A stored artifact: `ROOT/<name>/<key>.json` files validated as `model`."""
+
+    name: str
+    model: type[M]
+    scope: CodeScope
+    partitioned: bool = True
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Folder:
+    """An artifact made of files that are not one model (a crawl snapshot, an export tree, a staging area)."""
+
+    name: str
+    scope: CodeScope | None = None  # None: not an asset's output (staging areas, the external lineage root)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --- what decides each artifact's content (versions.py turns a scope into the asset's code_version) ------------
+SKILLHUB_SCOPE = CodeScope(modules=("skillhub",), data=("screening_rules.yaml",))
+TASK_PROMPTS = ("task_environment.j2", "task_instruction.j2", "task_tests.j2", "task_rubric.j2", "task_solution.j2")
+
+# --- per-skill artifacts (partition key = skill id) ------------------------------------------------------------
+SNAPSHOT = Artifact("skillhub_snapshot", SkillRecord, SKILLHUB_SCOPE)
+PLANS = Artifact("workflow_plans", WorkflowPlanSet, CodeScope(
+    modules=("planning.offline", "planning.llm_planner"), prompts=("plan_workflows.j2",), model_modules=("llm",),
+    model_settings=True))
+AXES = Artifact("axis_samples", AxisSampleSet, CodeScope(
+    modules=("planning.axes",), data=("axes.yaml", "difficulty_patterns.yaml")))
+# The creation-time gate decides which candidates are retained, so the gate code is part of the bundles' scope.
+TASKS = Artifact("task_bundles", TaskBundleSet, CodeScope(
+    modules=("tasks", "gates"), prompts=TASK_PROMPTS, model_modules=("llm",), model_settings=True))
+GATES = Artifact("gate_reports", TaskGateReports, CodeScope(modules=("gates",)))
+
+# --- corpus-wide artifacts (one key) ---------------------------------------------------------------------------
+PROBE = Artifact("retrieval_probe", ProbeReport, CodeScope(modules=("probe",)), partitioned=False)
+STATS = Artifact("corpus_stats", CorpusStats, CodeScope(modules=("export.stats", "export.plots")), partitioned=False)
+CORPUS_KEY = "corpus"  # the key of every unpartitioned artifact
+
+# --- folders ---------------------------------------------------------------------------------------------------
+CRAWL = Folder("skillhub_crawl", SKILLHUB_SCOPE)  # content-addressed snapshots (parquet + records)
+EXPORT = Folder("corpus_export", CodeScope(modules=("export",)))  # Harbor dataset, parquet tables, DuckDB
+RAW_SKILL_MD = Folder("raw_skill_md")  # the external lineage root; observed by the crawl, never written
+STAGING = Folder(".staging")  # task folders being built (never a finished artifact)
+REJECTED = Folder("rejected")  # published folders of rejected task candidates
+
+ALL_SCOPED: tuple[Artifact[Any] | Folder, ...] = (CRAWL, SNAPSHOT, PLANS, AXES, TASKS, GATES, PROBE, EXPORT, STATS)
+
+# --- Dagster names that live outside the asset graph -----------------------------------------------------------
+SKILLS_PARTITION = "skills"
+CRAWL_JOB = "skillhub_crawl_job"
+PIPELINE_JOB = "skill_pipeline"
+SNAPSHOT_JOB = "skill_snapshot_refresh"
+ANALYTICS_JOB = "corpus_analytics"
