@@ -17,9 +17,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.export.decontam import TextDoc, check_contamination
-from skill2env_dagster.models.probe import ALL_MODES, BASE_MODES, DecontamConfig, ProbeConfig
+from skill2env_dagster.models.export import DecontamConfig
+from skill2env_dagster.models.probe import ALL_MODES, BASE_MODES, ProbeConfig
+from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.probe import ProbeTask, load_tasks, probe_retrieval
 
 DOMAINS = ["software", "data", "documents", "research", "business", "design", "security", "health", "devops",

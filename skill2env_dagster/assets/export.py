@@ -16,8 +16,7 @@ from skill2env_dagster.artifacts import AXES, CORPUS_KEY, EXPORT, GATES, PLANS, 
 from skill2env_dagster.assets.common import asset_code_version
 from skill2env_dagster.export.inputs import load_inputs
 from skill2env_dagster.export.run import CURRENT_EXPORT, PLOTS_DIR, STATS_FILE, export_corpus
-from skill2env_dagster.models.export import CorpusStats
-from skill2env_dagster.models.probe import DecontamConfig
+from skill2env_dagster.models.export import CorpusStats, DecontamConfig
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import read_model
 

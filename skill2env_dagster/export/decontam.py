@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from skill2env_dagster.models.probe import DecontamConfig, DecontamMatch, DecontamReport
+from skill2env_dagster.models.export import DecontamConfig, DecontamMatch, DecontamReport
 from skill2env_dagster.probe.tasks import INSTRUCTION, find_task_dirs
 from skill2env_dagster.reasons import InputError, ReasonCode
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from skill2env_dagster.artifacts import AXES, CORPUS_KEY, GATES, PLANS, PROBE, SNAPSHOT, TASKS
 from skill2env_dagster.models.axes import AxisSampleSet
+from skill2env_dagster.models.export import DecontamReport
 from skill2env_dagster.models.plan import WorkflowPlanSet
-from skill2env_dagster.models.probe import DecontamReport, ProbeReport
+from skill2env_dagster.models.probe import ProbeReport
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateReports
 from skill2env_dagster.store import ArtifactStore

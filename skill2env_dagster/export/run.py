@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from skill2env_dagster.export.decontam import TextDoc, check_contamination, load_benchmark_docs
 from skill2env_dagster.export.dataset import write_dataset
+from skill2env_dagster.export.decontam import TextDoc, check_contamination, load_benchmark_docs
 from skill2env_dagster.export.duck import write_duckdb
 from skill2env_dagster.export.inputs import CorpusInputs, instruction_of
 from skill2env_dagster.export.plots import write_plots
 from skill2env_dagster.export.stats import corpus_stats
 from skill2env_dagster.export.tables import build_tables
-from skill2env_dagster.models.export import CorpusStats, ExportManifest
-from skill2env_dagster.models.probe import DecontamConfig, DecontamReport
+from skill2env_dagster.models.export import CorpusStats, DecontamConfig, DecontamReport, ExportManifest
 from skill2env_dagster.store import atomic_replace_dir, write_model
 
 log = logging.getLogger(__name__)

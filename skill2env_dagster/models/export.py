@@ -86,3 +86,44 @@ class CorpusStats(BaseModel):
     gate_pass_rates: dict[str, CountRate] = Field(default_factory=dict, description="Check name (and 'overall').")
     cost: CostSummary = Field(default_factory=CostSummary)
     probe: dict[str, float] = Field(default_factory=dict, description="Headline probe figures, when a probe ran.")
+
+
+class DecontamConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    benchmark_paths: list[str] = Field(default_factory=list, description="Harbor task folders or plain text files.")
+    ngram: int = Field(default=13, ge=1, description="Word n-gram length.")
+    jaccard_threshold: float = Field(default=0.8, gt=0, le=1)
+    containment_threshold: float = Field(
+        default=0.5, gt=0, le=1, description="Shared n-grams / n-grams of the smaller text."
+    )
+
+
+class DecontamMatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str
+    benchmark_id: str = Field(description="Benchmark document: task folder or file, relative to its configured root.")
+    shared: int = Field(ge=0, description="Shared distinct n-grams.")
+    jaccard: float = Field(ge=0, le=1)
+    containment: float = Field(ge=0, le=1)
+    flagged: bool
+    reason: ReasonCode | None = None
+
+
+class DecontamReport(BaseModel):
+    """Which of our tasks overlap a user-configured benchmark; flagged tasks are left out of the export."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    config: DecontamConfig
+    n_tasks: int = Field(ge=0)
+    n_benchmark_docs: int = Field(ge=0)
+    too_short: list[str] = Field(
+        default_factory=list, description="Task or benchmark ids with fewer words than one n-gram (not checkable)."
+    )
+    flagged: list[str] = Field(default_factory=list, description="Task ids flagged as contaminated.")
+    matches: list[DecontamMatch] = Field(
+        default_factory=list, description="Best benchmark match per task that shares at least one n-gram."
+    )

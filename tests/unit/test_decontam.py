@@ -14,7 +14,7 @@ from skill2env_dagster.export.decontam import (
     load_benchmark_docs,
     ngrams,
 )
-from skill2env_dagster.models.probe import DecontamConfig
+from skill2env_dagster.models.export import DecontamConfig
 from skill2env_dagster.reasons import InputError, ReasonCode
 
 VOCAB = [f"w{i}" for i in range(3000)]

@@ -13,10 +13,9 @@ from skill2env_dagster.artifacts import CORPUS_KEY, PROBE, SNAPSHOT, TASKS
 from skill2env_dagster.export import CorpusInputs, corpus_stats, export_corpus, load_inputs
 from skill2env_dagster.export.tables import SCHEMAS, build_tables
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
-from skill2env_dagster.models.export import ExportManifest
+from skill2env_dagster.models.export import DecontamConfig, ExportManifest
 from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.plan import AxisCombo, Criteria, MetaPlan, Usage, Workflow, WorkflowPlanSet
-from skill2env_dagster.models.probe import DecontamConfig
 from skill2env_dagster.models.skill import SkillRecord, SkillStatus
 from skill2env_dagster.models.task import Axes, TaskBundle, TaskBundleSet, TaskGateReports
 from skill2env_dagster.probe import load_tasks, probe_retrieval
