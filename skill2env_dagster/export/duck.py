@@ -13,7 +13,7 @@ VIEWS: dict[str, str] = {
     "skill_reasons": "SELECT reason, count(*) AS skills FROM (SELECT unnest(reasons) AS reason FROM skills) "
                      "GROUP BY reason ORDER BY skills DESC",
     "retained_tasks": "SELECT * FROM tasks WHERE status = 'retained' AND NOT coalesce(contaminated, false)",
-    "domain_mix": "SELECT s.domain, count(DISTINCT s.skill_id) FILTER (WHERE s.status = 'eligible') AS eligible_skills, "
+    "domain_mix": "SELECT s.domain, count(DISTINCT s.skill_id) FILTER (WHERE s.eligible) AS eligible_skills, "
                   "count(r.task_name) AS retained_tasks FROM skills s LEFT JOIN retained_tasks r USING (skill_id) "
                   "GROUP BY s.domain ORDER BY retained_tasks DESC, s.domain",
     "axis_coverage": "SELECT axis, value, count(*) AS tasks FROM (UNPIVOT (SELECT archetype, "

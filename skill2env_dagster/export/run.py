@@ -63,7 +63,7 @@ def export_corpus(inputs: CorpusInputs, out: Path, cfg: DecontamConfig | None = 
     for name, table in tables.items():
         pq.write_table(table, staging / TABLES_DIR / f"{name}.parquet")
     views = write_duckdb(tables, staging / DUCKDB_FILE)
-    stats = corpus_stats(inputs, exported=manifest.n_tasks)
+    stats = corpus_stats(tables, exported=manifest.n_tasks, probe=inputs.probe)
     write_model(staging / STATS_FILE, stats)
     if inputs.decontam is not None:
         write_model(staging / DECONTAM_FILE, inputs.decontam)

@@ -1,86 +1,101 @@
-"""Corpus statistics: the funnel from crawled skills to exported tasks, and what the retained corpus covers."""
+"""Corpus statistics: the funnel from crawled skills to exported tasks, and what the retained corpus covers.
+
+Computed with pandas from the same typed tables the export writes as parquet and loads into DuckDB, so the stats
+file, the tables and the DuckDB views can never disagree about a count.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
+import pandas as pd
+import pyarrow as pa
 
-from skill2env_dagster.export.inputs import CorpusInputs
 from skill2env_dagster.models.export import CorpusStats, CostSummary, CountRate
-from skill2env_dagster.models.gate import GateVerdict
 from skill2env_dagster.models.plan import Usage
+from skill2env_dagster.models.probe import ProbeReport
 
 AXES = ("archetype", "primary_verifier_pattern", "complexity", "persona", "tone", "expertise")
+USAGE_COLUMNS = list(Usage.model_fields)
 
 
-def _funnel(x: CorpusInputs, exported: int) -> dict[str, int]:
-    candidates = [b for s in x.bundles for b in s.bundles]
-    gated = [r for g in x.gates for r in g.reports.values()]
+def _frames(tables: dict[str, pa.Table]) -> dict[str, pd.DataFrame]:
+    return {name: table.to_pandas() for name, table in tables.items()}
+
+
+def _counts(values: pd.Series) -> dict[str, int]:
+    """Value counts, most common first (ties by value), as plain ints."""
+    if values.empty:
+        return {}
+    counted = values.value_counts().rename_axis("value").reset_index(name="n")
+    counted = counted.sort_values(["n", "value"], ascending=[False, True])
+    return {str(v): int(n) for v, n in zip(counted["value"], counted["n"], strict=True)}
+
+
+def _funnel(f: dict[str, pd.DataFrame], exported: int) -> dict[str, int]:
+    skills, tasks, gates = f["skills"], f["tasks"], f["gates"]
+    verdicts = gates.drop_duplicates(["skill_id", "task_name"])
     return {
-        "crawled": len(x.skills),
-        "eligible": sum(s.is_eligible for s in x.skills),
-        "planned": len(x.plans),
-        "task_candidates": len(candidates),
-        "retained": sum(b.status == "retained" for b in candidates),
-        "gates_passed": sum(r.verdict == GateVerdict.RETAINED for r in gated),
-        "contaminated": len(x.decontam.flagged) if x.decontam else 0,
+        "crawled": len(skills),
+        "eligible": int(skills["eligible"].sum()),
+        "planned": int(f["plans"]["skill_id"].nunique()),
+        "task_candidates": len(tasks),
+        "retained": int((tasks["status"] == "retained").sum()),
+        "gates_passed": int((verdicts["verdict"] == "retained").sum()),
+        "contaminated": int(tasks["contaminated"].fillna(False).sum()),
         "exported": exported,
     }
 
 
-def _rate(c: Counter) -> CountRate:
-    total = c["pass"] + c["fail"] + c["error"]
-    return CountRate(passed=c["pass"], failed=c["fail"], errored=c["error"],
-                     pass_rate=c["pass"] / total if total else None)
+def _rate(verdicts: pd.Series) -> CountRate:
+    counts = verdicts.value_counts()
+    passed, failed, errored = (int(counts.get(k, 0)) for k in ("pass", "fail", "error"))
+    total = passed + failed + errored
+    return CountRate(passed=passed, failed=failed, errored=errored, pass_rate=passed / total if total else None)
 
 
-def _gate_rates(x: CorpusInputs) -> dict[str, CountRate]:
-    per_check: dict[str, Counter] = {}
-    overall: Counter = Counter()
-    for g in x.gates:
-        for r in g.reports.values():
-            overall[{GateVerdict.RETAINED: "pass", GateVerdict.REJECTED: "fail"}.get(r.verdict, "error")] += 1
-            for c in r.checks:
-                per_check.setdefault(c.name, Counter())[c.verdict.value] += 1
-    rates = {name: _rate(per_check[name]) for name in sorted(per_check)}
-    rates["overall"] = _rate(overall)
+def _gate_rates(gates: pd.DataFrame) -> dict[str, CountRate]:
+    checks = gates.dropna(subset=["check_name"])
+    rates = {name: _rate(group["check_verdict"]) for name, group in sorted(checks.groupby("check_name"))}
+    overall = gates.drop_duplicates(["skill_id", "task_name"])["verdict"]
+    rates["overall"] = _rate(overall.map({"retained": "pass", "rejected": "fail"}).fillna("error"))
     return rates
 
 
-def _cost(x: CorpusInputs, retained: int) -> CostSummary:
-    usages: list[Usage] = [p.usage for p in x.plans] + [b.usage for b in x.bundles]
-    total = Usage(**{k: sum(getattr(u, k) for u in usages) for k in Usage.model_fields})
+def _cost(usage: pd.DataFrame, retained: int) -> CostSummary:
+    total = Usage(**{k: usage[k].sum().item() if len(usage) else 0 for k in USAGE_COLUMNS})
     tokens = total.prompt_tokens + total.completion_tokens
     return CostSummary(**total.model_dump(), retained_tasks=retained,
                        cost_usd_per_retained_task=total.cost_usd / retained if retained else None,
                        tokens_per_retained_task=tokens / retained if retained else None)
 
 
-def corpus_stats(x: CorpusInputs, exported: int | None = None) -> CorpusStats:
-    """Compute the statistics; `exported` is the dataset size when an export ran (else retained minus flagged)."""
-    retained = x.retained()
-    flagged = set(x.decontam.flagged) if x.decontam else set()
-    kept = exported if exported is not None else sum(b.task_name not in flagged for b in retained)
-    domain_of = {s.skill_id: s.domain for s in x.skills}
-    domains: dict[str, Counter] = {}
-    for s in x.skills:
-        if s.is_eligible:
-            domains.setdefault(s.domain, Counter())["eligible_skills"] += 1
-    for b in retained:
-        domains.setdefault(domain_of.get(b.skill_id, "unknown"), Counter())["retained_tasks"] += 1
-    coverage = {axis: dict(Counter(getattr(b.axes, axis) for b in retained).most_common()) for axis in AXES}
-    probe = {}
-    if x.probe is not None:
-        probe = {"n_skills": x.probe.n_skills, "chance": x.probe.chance}
-        probe.update({f"{m}_top1": r.top1 for m, r in x.probe.modes.items()})
+def _domain_mix(skills: pd.DataFrame, retained: pd.DataFrame) -> dict[str, dict[str, int]]:
+    eligible = skills[skills["eligible"]].groupby("domain").size()
+    domain_of = skills.set_index("skill_id")["domain"]
+    kept = retained["skill_id"].map(domain_of).fillna("unknown").value_counts()
+    mix = pd.DataFrame({"eligible_skills": eligible, "retained_tasks": kept}).fillna(0).astype(int)
+    return {str(d): {k: int(v) for k, v in row.items()} for d, row in mix.sort_index().iterrows()}
+
+
+def _probe(report: ProbeReport | None) -> dict[str, float]:
+    """Headline probe figures: N, chance and each mode's top-1 (the full report is its own artifact)."""
+    if report is None:
+        return {}
+    return {"n_skills": report.n_skills, "chance": report.chance,
+            **{f"{m}_top1": r.top1 for m, r in report.modes.items()}}
+
+
+def corpus_stats(tables: dict[str, pa.Table], exported: int, probe: ProbeReport | None = None) -> CorpusStats:
+    """Statistics of one export: `tables` are `export.tables.build_tables` output, `exported` the dataset size."""
+    f = _frames(tables)
+    tasks = f["tasks"]
+    retained = tasks[tasks["status"] == "retained"]
     return CorpusStats(
-        funnel=_funnel(x, kept),
-        skill_reasons=dict(Counter(r.value for s in x.skills for r in s.reasons).most_common()),
-        task_reasons=dict(Counter(r.value for s in x.bundles for b in s.bundles if b.status != "retained"
-                                  for r in b.reasons).most_common()),
-        domain_mix={d: {"eligible_skills": c["eligible_skills"], "retained_tasks": c["retained_tasks"]}
-                    for d, c in sorted(domains.items())},
-        axis_coverage=coverage,
-        gate_pass_rates=_gate_rates(x),
-        cost=_cost(x, len(retained)),
-        probe=probe,
+        funnel=_funnel(f, exported),
+        skill_reasons=_counts(f["skills"]["reasons"].explode().dropna()),
+        task_reasons=_counts(tasks[tasks["status"] != "retained"]["reasons"].explode().dropna()),
+        domain_mix=_domain_mix(f["skills"], retained),
+        axis_coverage={axis: _counts(retained[axis]) for axis in AXES},
+        gate_pass_rates=_gate_rates(f["gates"]),
+        cost=_cost(f["usage"], len(retained)),
+        probe=_probe(probe),
     )

@@ -18,7 +18,7 @@ LS = pa.list_(S)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "skills": pa.schema([("skill_id", S), ("source", S), ("rel_path", S), ("name", S), ("domain", S),
-                         ("status", S), ("reasons", LS), ("license", S), ("duplicate_of", S),
+                         ("status", S), ("eligible", B), ("reasons", LS), ("license", S), ("duplicate_of", S),
                          ("bundle_digest", S), ("n_files", I), ("body_chars", I)]),
     "plans": pa.schema([("skill_id", S), ("rank", I), ("workflow", S), ("summary", S), ("criteria_total", I),
                         ("generator", S), ("model", S), ("prompt_version", S)]),
@@ -44,7 +44,8 @@ SCHEMAS: dict[str, pa.Schema] = {
 
 def _skills(x: CorpusInputs) -> list[dict]:
     return [dict(skill_id=s.skill_id, source=s.source, rel_path=s.rel_path, name=s.name, domain=s.domain,
-                 status=s.status.value, reasons=[r.value for r in s.reasons], license=s.license,
+                 status=s.status.value, eligible=s.is_eligible, reasons=[r.value for r in s.reasons],
+                 license=s.license,
                  duplicate_of=s.duplicate_of, bundle_digest=s.bundle_digest, n_files=len(s.files),
                  body_chars=len(s.body)) for s in x.skills]
 

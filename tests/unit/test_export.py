@@ -179,7 +179,8 @@ def test_empty_corpus_exports_typed_empty_tables(tmp_path: Path) -> None:
     result = export_corpus(CorpusInputs(), tmp_path / "out")
     assert result.manifest.n_tasks == 0 and all(n == 0 for n in result.tables.values())
     assert pq.read_table(tmp_path / "out" / "tables" / "tasks.parquet").schema == SCHEMAS["tasks"]
-    assert corpus_stats(CorpusInputs()).cost.cost_usd_per_retained_task is None
+    stats = corpus_stats(build_tables(CorpusInputs()), exported=0)
+    assert stats.cost.cost_usd_per_retained_task is None and stats.funnel["crawled"] == 0 and stats.probe == {}
 
 
 def test_reexport_replaces_previous_export(corpus, tmp_path: Path) -> None:
