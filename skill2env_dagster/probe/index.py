@@ -85,14 +85,6 @@ class SkillIndex:
         data = idf[counts.indices] * tf * (k1 + 1) / (tf + norm)
         return sp.csr_matrix((data, counts.indices.copy(), counts.indptr.copy()), shape=counts.shape)
 
-    def tfidf_scores(self, query_counts: sp.csr_matrix) -> np.ndarray:
-        """TF-IDF cosine similarity (queries x skills), each row scaled by its query's norm.
-
-        The query norm is left out on purpose: it scales a whole row, so it never changes a rank, and without it
-        the score is linear in the counts -- instruction+rubric is the sum of the two parts' scores.
-        """
-        return np.asarray((query_counts @ self._tfidf_w).toarray())
-
     def bm25_scores(self, query_counts: sp.csr_matrix) -> np.ndarray:
         """Okapi BM25 with each query token counted as often as it occurs, as rank-bm25 does."""
         return np.asarray((query_counts @ self.bm25_docs_t).toarray())
@@ -100,7 +92,10 @@ class SkillIndex:
     def scores(self, query_counts: sp.csr_matrix, bm25: bool = True) -> dict[str, np.ndarray]:
         """TF-IDF (and BM25) scores of a block of queries from one sparse product.
 
-        Both scorers are `counts @ X`; stacking their X side by side shares one pass over the query terms.
+        Both scorers are `counts @ X`; stacking their X side by side shares one pass over the query terms. The
+        TF-IDF score is the cosine similarity without the query's norm, left out on purpose: it scales a whole row,
+        so it never changes a rank, and without it the score is linear in the counts (instruction+rubric is the sum
+        of the two parts' scores).
         """
         if not bm25:
             return {"tfidf": np.asarray((query_counts @ self._tfidf_w).toarray())}
