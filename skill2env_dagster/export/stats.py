@@ -63,8 +63,8 @@ def _gate_rates(gates: pd.DataFrame) -> dict[str, CountRate]:
 def _cost(usage: pd.DataFrame, retained: int) -> CostSummary:
     total = Usage(**{k: usage[k].sum().item() if len(usage) else 0 for k in USAGE_COLUMNS})
     tokens = total.prompt_tokens + total.completion_tokens
-    return CostSummary(**total.model_dump(), retained_tasks=retained,
-                       cost_usd_per_retained_task=total.cost_usd / retained if retained else None,
+    per_task = total.cost_usd / retained if retained and total.cost_usd is not None else None
+    return CostSummary(**total.model_dump(), retained_tasks=retained, cost_usd_per_retained_task=per_task,
                        tokens_per_retained_task=tokens / retained if retained else None)
 
 
@@ -96,6 +96,8 @@ def corpus_stats(tables: dict[str, pa.Table], exported: int, probe: ProbeReport 
         domain_mix=_domain_mix(f["skills"], retained),
         axis_coverage={axis: _counts(retained[axis]) for axis in AXES},
         gate_pass_rates=_gate_rates(f["gates"]),
+        stage_failures=_stage_failures(f["skills"]),
+        generators=_generators(f["usage"]),
         cost=_cost(f["usage"], len(retained)),
         probe=_probe(probe),
     )
