@@ -14,6 +14,10 @@ from hypothesis.strategies import SearchStrategy
 from hypothesis_jsonschema import from_schema
 
 _MARK = "validates against this JSON schema named "
+# Shared by every responder in the process: hypothesis draws a batch of examples the first time a strategy is asked
+# (about 12 s for PlanReply) and hands them out afterwards.
+_STRATEGIES: dict[str, SearchStrategy[Any]] = {}
+_LOCK = threading.Lock()  # hypothesis is not thread-safe; the fake server answers on several threads
 
 
 def request_schema(body: dict[str, Any]) -> dict[str, Any]:
@@ -32,15 +36,15 @@ class RandomReplies:
     """`FakeOpenAI(RandomReplies())`: random schema-valid replies; `drawn` counts them by schema title."""
 
     def __init__(self) -> None:
-        self._strategies: dict[str, SearchStrategy[Any]] = {}
-        self._lock = threading.Lock()
         self.drawn: dict[str, int] = {}
 
     def __call__(self, body: dict[str, Any]) -> str:
         schema = request_schema(body)
         key = json.dumps(schema, sort_keys=True)
-        with self._lock:  # hypothesis is not thread-safe; the fake server answers on several threads
-            strategy = self._strategies.setdefault(key, from_schema(schema))
+        with _LOCK:
+            if key not in _STRATEGIES:
+                _STRATEGIES[key] = from_schema(schema)
+            strategy = _STRATEGIES[key]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", NonInteractiveExampleWarning)
                 instance = strategy.example()
