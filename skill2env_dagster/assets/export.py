@@ -60,7 +60,7 @@ def corpus_export(context: dg.AssetExecutionContext, config: CorpusExportConfig,
     )
 
 
-def _money(value: float | None, total: float | None) -> object:
+def _money(value: float | None, total: float | None) -> dg.MetadataValue | str:
     """A cost as metadata: a float, "unknown" when no price was configured, "n/a" when nothing was retained."""
     if total is None:
         return "unknown"

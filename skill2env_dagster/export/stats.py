@@ -61,11 +61,25 @@ def _gate_rates(gates: pd.DataFrame) -> dict[str, CountRate]:
 
 
 def _cost(usage: pd.DataFrame, retained: int) -> CostSummary:
-    total = Usage(**{k: usage[k].sum().item() if len(usage) else 0 for k in USAGE_COLUMNS})
+    """Usage of every stage, failed ones included; one unpriced row makes the cost unknown (never a partial sum)."""
+    counts = {k: int(usage[k].sum()) if len(usage) else 0 for k in USAGE_COLUMNS if k != "cost_usd"}
+    cost = None if usage["cost_usd"].isna().any() else float(usage["cost_usd"].sum()) if len(usage) else 0.0
+    total = Usage(**counts, cost_usd=cost)
     tokens = total.prompt_tokens + total.completion_tokens
     per_task = total.cost_usd / retained if retained and total.cost_usd is not None else None
     return CostSummary(**total.model_dump(), retained_tasks=retained, cost_usd_per_retained_task=per_task,
                        tokens_per_retained_task=tokens / retained if retained else None)
+
+
+def _stage_failures(skills: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Stage -> reason -> skills whose last run of that stage failed (each at its earliest failed stage)."""
+    failed = skills.dropna(subset=["failed_stage"])
+    return {str(stage): _counts(group["failure_reason"]) for stage, group in sorted(failed.groupby("failed_stage"))}
+
+
+def _generators(usage: pd.DataFrame) -> dict[str, int]:
+    """Generator -> skills it handled (every planned or failed stage has a usage row naming its generator)."""
+    return _counts(usage.drop_duplicates(["skill_id", "generator"])["generator"].dropna())
 
 
 def _domain_mix(skills: pd.DataFrame, retained: pd.DataFrame) -> dict[str, dict[str, int]]:

@@ -41,8 +41,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     "probe_skills": pa.schema([("skill_id", S), ("domain", S), ("n_tasks", I), ("top1", F), ("mrr", F),
                                ("masked_top1", F)]),
     # cost_usd is NULL when tokens were spent at an unconfigured price ("unknown", never 0)
-    "usage": pa.schema([("stage", S), ("skill_id", S), ("status", S), ("generator", S), ("calls", I), ("failed_calls", I),
-                        ("cache_hits", I), ("prompt_tokens", I), ("completion_tokens", I), ("cost_usd", F)]),
+    "usage": pa.schema([("stage", S), ("skill_id", S), ("status", S), ("generator", S), ("calls", I),
+                        ("failed_calls", I), ("cache_hits", I), ("prompt_tokens", I), ("completion_tokens", I),
+                        ("cost_usd", F)]),
 }
 
 
@@ -57,8 +58,8 @@ def _skills(x: CorpusInputs) -> list[dict]:
 
 def _failure_columns(f: StageFailure | None) -> dict[str, str | None]:
     if f is None:
-        return dict(failed_stage=None, failure_reason=None, failure_message=None)
-    return dict(failed_stage=f.stage, failure_reason=f.reason.value, failure_message=f.message)
+        return {"failed_stage": None, "failure_reason": None, "failure_message": None}
+    return {"failed_stage": f.stage, "failure_reason": f.reason.value, "failure_message": f.message}
 
 
 def _plans(x: CorpusInputs) -> list[dict]:
@@ -107,12 +108,12 @@ def _probe_skills(x: CorpusInputs) -> list[dict]:
 
 def _usage(x: CorpusInputs) -> list[dict]:
     """Every stage's model usage, the failed attempts included (their tokens were spent too)."""
-    rows = [dict(stage=PLANS.name, skill_id=p.skill_id, status="ok", generator=p.generator, **p.usage.model_dump())
-            for p in x.plans]
-    rows += [dict(stage=TASKS.name, skill_id=b.skill_id, status="ok", generator=b.generator, **b.usage.model_dump())
-             for b in x.bundles]
-    return rows + [dict(stage=f.stage, skill_id=skill_id, status="failed", generator=f.generator,
-                        **f.usage.model_dump()) for skill_id, f in x.stage_failures()]
+    rows = [{"stage": PLANS.name, "skill_id": p.skill_id, "status": "ok", "generator": p.generator,
+             **p.usage.model_dump()} for p in x.plans]
+    rows += [{"stage": TASKS.name, "skill_id": b.skill_id, "status": "ok", "generator": b.generator,
+              **b.usage.model_dump()} for b in x.bundles]
+    return rows + [{"stage": f.stage, "skill_id": skill_id, "status": "failed", "generator": f.generator,
+                    **f.usage.model_dump()} for skill_id, f in x.stage_failures()]
 
 
 BUILDERS: dict[str, Callable[[CorpusInputs], list[dict]]] = {

@@ -7,13 +7,13 @@ Never imports dagster; the Dagster adapter is `skill2env_dagster.resources.llm.L
 from skill2env_dagster.llm.client import LLMClient
 from skill2env_dagster.llm.config import LLMConfig, from_env
 from skill2env_dagster.llm.prompts import prompt_version, render, render_messages, untrusted
-from skill2env_dagster.llm.schema import ReplyModel, SchemaViolation, parse_reply, wire_schema
+from skill2env_dagster.llm.schema import ReplyModel, SchemaViolationError, parse_reply, wire_schema
 
 __all__ = [
     "LLMClient",
     "LLMConfig",
     "ReplyModel",
-    "SchemaViolation",
+    "SchemaViolationError",
     "from_env",
     "parse_reply",
     "prompt_version",

@@ -26,7 +26,13 @@ from skill2env_dagster.llm.config import LLMConfig, env_var
 from skill2env_dagster.llm.endpoint import Endpoint, WireMode
 from skill2env_dagster.llm.failures import Failure, classify, is_client_error
 from skill2env_dagster.llm.retry import backoff_delay, exc_headers, retry_after_seconds
-from skill2env_dagster.llm.schema import SchemaViolation, parse_reply, repair_request, schema_instruction, wire_schema
+from skill2env_dagster.llm.schema import (
+    SchemaViolationError,
+    parse_reply,
+    repair_request,
+    schema_instruction,
+    wire_schema,
+)
 from skill2env_dagster.models.plan import Usage
 from skill2env_dagster.reasons import LLMError, ReasonCode
 
@@ -71,7 +77,7 @@ class LLMClient:
                 model = parse_reply(hit.content, schema)
                 log.info("llm cache hit purpose=%s model=%s", purpose, self.config.model)
                 return model, Usage(cache_hits=1)
-            except SchemaViolation:
+            except SchemaViolationError:
                 log.warning("llm cache entry no longer validates purpose=%s; calling the model", purpose)
         return self._complete_uncached(key, list(messages), schema, purpose)
 
@@ -87,11 +93,12 @@ class LLMClient:
             spent += usage
             try:
                 model = parse_reply(content, schema)
-            except SchemaViolation as e:
+            except SchemaViolationError as e:
                 problem = str(e) + (f" (the reply was cut at max_tokens: raise {env_var('max_tokens')})"
                                     if finish == "length" else "")
                 log.warning("llm reply violates schema purpose=%s repair=%d: %s", purpose, repair, problem[:300])
-                convo = convo + [
+                convo = [
+                    *convo,
                     {"role": "assistant", "content": content or ""},
                     {"role": "user", "content": repair_request(schema, problem)},
                 ]

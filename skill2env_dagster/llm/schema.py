@@ -28,7 +28,7 @@ class ReplyModel(BaseModel):
     SEMANTIC_RULES: ClassVar[tuple[str, ...]] = ()
 
 
-class SchemaViolation(ValueError):
+class SchemaViolationError(ValueError):
     """The reply was not JSON, or not JSON matching the schema; the text says what was wrong."""
 
 
@@ -60,15 +60,15 @@ def repair_request(schema: type[BaseModel], problem: str) -> str:
 def parse_reply(content: str | None, schema: type[M]) -> M:
     """Parse a reply into the schema, tolerating a Markdown code fence around the JSON."""
     if not content or not content.strip():
-        raise SchemaViolation("empty reply")
+        raise SchemaViolationError("empty reply")
     fenced = _FENCE.match(content)
     text = fenced.group(1) if fenced else content
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise SchemaViolation(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+        raise SchemaViolationError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
     try:
         return schema.model_validate(data)
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or '<root>'}: {err['msg']}" for err in e.errors()[:12])
-        raise SchemaViolation(f"does not match schema {schema.__name__}: {problems}") from e
+        raise SchemaViolationError(f"does not match schema {schema.__name__}: {problems}") from e

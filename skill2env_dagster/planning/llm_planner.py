@@ -29,8 +29,6 @@ M = TypeVar("M", bound=BaseModel)
 class JSONCompleter(Protocol):
     """What the planner needs from an LLM client (LLMClient satisfies it; tests may pass a fake)."""
 
-    config: object
-
     def complete_json(self, messages: list[dict[str, str]], schema: type[M], *, purpose: str) -> tuple[M, Usage]: ...
 
 

@@ -54,6 +54,7 @@ class LLMGenerator:
     """Drives one candidate at a time; remembers each task's drafts so later steps see the earlier ones."""
 
     kind: Literal["offline", "llm"] = "llm"
+    model: str | None
 
     def __init__(self, client: JSONCompleter, model: str, prompt_version: str,
                  folder: Path | str | None = None) -> None:

@@ -55,7 +55,7 @@ def file_map_schema(own: str, required: tuple[str, ...] = (), forbidden: tuple[s
     }
     if required:
         schema["required"] = list(required)
-        schema["properties"] = {name: text for name in required}
+        schema["properties"] = dict.fromkeys(required, text)
     return schema
 
 

@@ -9,15 +9,15 @@ import json
 import dagster as dg
 import pytest
 
-from skill2env_dagster.assets import tasks as task_assets
 from skill2env_dagster.artifacts import AXES, FAILURES, PLANS, SKILLS_PARTITION, SNAPSHOT, TASKS
+from skill2env_dagster.assets import tasks as task_assets
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource, env_fingerprint
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.generator import OfflineGenerator
-from skill2env_dagster.tasks.llm_generator import LLMGenerator, task_prompts_version
+from skill2env_dagster.tasks.llm_generator import LLMGenerator
 from tests.support.fake_openai import FakeOpenAI, schema_violation
 from tests.unit.task_helpers import plans_and_axes, skill_from_dir
 from tests.unit.task_llm_support import StepResponder

@@ -9,15 +9,14 @@ import shutil
 import pytest
 from pydantic import ValidationError
 
+from skill2env_dagster.artifacts import STAGING
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.gates.static_checks import run_static_checks
 from skill2env_dagster.llm import LLMClient, LLMConfig
 from skill2env_dagster.llm.prompts import PACKAGE_PROMPTS
-from skill2env_dagster.models.gate import CheckVerdict
+from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import LLMError, ReasonCode
-from skill2env_dagster.artifacts import STAGING
-from skill2env_dagster.models.gate import GateReport, GateVerdict
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.builder import TaskBuilder
 from skill2env_dagster.tasks.generator import make_context
