@@ -124,6 +124,7 @@ def _funnel(out: Path, failed: list[str]) -> dict:
         "retained": len(verified),
         "rejected_by_reason": dict(rejected),
         "failed_by_stage": stats.stage_failures,
+        "failure_examples": stats.failure_examples,
         "llm_usage": Usage(**stats.cost.model_dump(include=set(Usage.model_fields))).report(),
         "failed_partitions": failed,
         "retrieval_probe": probe,

@@ -77,6 +77,12 @@ def _stage_failures(skills: pd.DataFrame) -> dict[str, dict[str, int]]:
     return {str(stage): _counts(group["failure_reason"]) for stage, group in sorted(failed.groupby("failed_stage"))}
 
 
+def _failure_examples(skills: pd.DataFrame) -> dict[str, str]:
+    """Reason -> the first failure message with that reason (skills in table order)."""
+    failed = skills.dropna(subset=["failure_reason"]).drop_duplicates("failure_reason")
+    return {str(r): str(m) for r, m in zip(failed["failure_reason"], failed["failure_message"], strict=True)}
+
+
 def _generators(usage: pd.DataFrame) -> dict[str, int]:
     """Generator -> skills it handled (every planned or failed stage has a usage row naming its generator)."""
     return _counts(usage.drop_duplicates(["skill_id", "generator"])["generator"].dropna())
@@ -111,6 +117,7 @@ def corpus_stats(tables: dict[str, pa.Table], exported: int, probe: ProbeReport 
         axis_coverage={axis: _counts(retained[axis]) for axis in AXES},
         gate_pass_rates=_gate_rates(f["gates"]),
         stage_failures=_stage_failures(f["skills"]),
+        failure_examples=_failure_examples(f["skills"]),
         generators=_generators(f["usage"]),
         cost=_cost(f["usage"], len(retained)),
         probe=_probe(probe),

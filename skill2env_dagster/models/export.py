@@ -89,6 +89,9 @@ class CorpusStats(BaseModel):
     gate_pass_rates: dict[str, CountRate] = Field(default_factory=dict, description="Check name (and 'overall').")
     stage_failures: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="Stage -> reason -> skills whose last run of that stage failed.")
+    failure_examples: dict[str, str] = Field(
+        default_factory=dict, description="Reason -> one failure message (a configuration error is shown once, "
+        "not once per skill).")
     generators: dict[str, int] = Field(default_factory=dict, description="Generator (offline | llm) -> skills.")
     cost: CostSummary = Field(default_factory=CostSummary)
     probe: dict[str, float] = Field(default_factory=dict, description="Headline probe figures, when a probe ran.")

@@ -1,8 +1,8 @@
 """Wire schemas for the model-backed task generator: one reply model per creation step.
 
 The JSON schema of each reply model is the whole contract with the server: every rule we check is in it (path
-patterns, the areas a step may not write into, required entry files, file counts and sizes, Dockerfile
-instruction allowlist, metric-name patterns, uniqueness), so a server with constrained decoding can only produce
+patterns, the areas a step may not write into, required entry files and their shebangs, file counts and sizes,
+the Dockerfile instruction allowlist, metric-name patterns and uniqueness, one-line rubric items), so a server with constrained decoding can only produce
 replies we accept. A rule JSON Schema cannot express would be listed in the model's `SEMANTIC_RULES` and sent
 with the schema and with every repair request; today there is none (tests/unit/test_reply_schemas.py draws
 random schema-valid replies and checks that every one validates).
@@ -33,8 +33,15 @@ DOCKERFILE_INSTRUCTIONS = ("RUN", "COPY", "ENV", "WORKDIR", "USER", "ARG", "LABE
                            "SHELL", "HEALTHCHECK", "STOPSIGNAL")
 DOCKERFILE_LINE = rf"^({'|'.join(DOCKERFILE_INSTRUCTIONS)}) [^\n\r]*$"
 METRIC_PATTERN = r"^[a-z][a-z0-9_]{0,47}$"
+# Entry scripts are executed directly, so the gates require a shebang: the schema says so up front.
+SCRIPTS = ("test.sh", "solve.sh", "wrong.sh")
+SHEBANG_PATTERN = "^#!"
+# A rubric item becomes one Markdown bullet: one line (no line break of any kind str.splitlines knows) with text.
+_NO_BREAK = r"[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"
+RUBRIC_ITEM = rf"^{_NO_BREAK}*\S{_NO_BREAK}*$"
 
 Metric = Annotated[str, StringConstraints(pattern=METRIC_PATTERN)]
+RubricItem = Annotated[str, StringConstraints(pattern=RUBRIC_ITEM, max_length=500)]
 DockerfileLine = Annotated[str, StringConstraints(pattern=DOCKERFILE_LINE)]
 
 
@@ -43,9 +50,10 @@ def _areas_pattern(forbidden: tuple[str, ...]) -> str:
 
 
 def file_map_schema(own: str, required: tuple[str, ...] = (), forbidden: tuple[str, ...] = OTHER_AREAS,
-                    description: str = "") -> dict[str, Any]:
+                    scripts: tuple[str, ...] = (), description: str = "") -> dict[str, Any]:
     """The JSON schema of a step's file map (path relative to `own`/ -> text), exactly what `check_files` checks."""
     text = {"type": "string", "maxLength": MAX_FILE_CHARS}
+    script = {**text, "pattern": SHEBANG_PATTERN}
     schema: dict[str, Any] = {
         "type": "object",
         "description": description,
@@ -53,18 +61,22 @@ def file_map_schema(own: str, required: tuple[str, ...] = (), forbidden: tuple[s
         "propertyNames": {"pattern": PATH_PATTERN, "not": {"pattern": _areas_pattern(forbidden)}},
         "additionalProperties": text,
     }
+    named = {name: script if name in SCRIPTS else text for name in required}
+    named.update({name: script for name in scripts})
+    if named:
+        schema["properties"] = named
     if required:
         schema["required"] = list(required)
-        schema["properties"] = dict.fromkeys(required, text)
     return schema
 
 
 def check_files(files: dict[str, str], own: str, required: tuple[str, ...] = (),
-                forbidden: tuple[str, ...] = OTHER_AREAS) -> dict[str, str]:
+                forbidden: tuple[str, ...] = OTHER_AREAS, scripts: tuple[str, ...] = ()) -> dict[str, str]:
     """Validate a step's file map (paths relative to its folder `own`); raise ValueError naming the problem."""
     if len(files) > MAX_FILES:
         raise ValueError(f"{len(files)} files; at most {MAX_FILES}")
     areas = re.compile(_areas_pattern(forbidden))
+    executed = set(scripts) | {r for r in required if r in SCRIPTS}
     for rel, text in files.items():
         if not re.fullmatch(PATH_PATTERN, rel):
             raise ValueError(f"unsafe path {rel!r}: use a relative path inside {own}/ whose parts match "
@@ -73,6 +85,8 @@ def check_files(files: dict[str, str], own: str, required: tuple[str, ...] = (),
             raise ValueError(f"path {rel!r} reaches into {rel.split('/')[0]!r}; this step writes only inside {own}/")
         if len(text) > MAX_FILE_CHARS:
             raise ValueError(f"{rel!r} is longer than {MAX_FILE_CHARS} characters")
+        if rel in executed and not text.startswith("#!"):
+            raise ValueError(f"{own}/{rel} must start with a shebang line (#!/bin/bash): it is executed directly")
     missing = [r for r in required if r not in files]
     if missing:
         raise ValueError(f"missing required file(s) {missing} in {own}/")
@@ -124,17 +138,17 @@ class VerifierReply(ReplyModel):
 
 
 class RubricReply(ReplyModel):
-    must_do: list[str] = Field(min_length=1, max_length=3)
-    must_avoid: list[str] = Field(min_length=1, max_length=3)
-    best_practice: list[str] = Field(min_length=1, max_length=3)
+    must_do: list[RubricItem] = Field(min_length=1, max_length=3, description="One line each.")
+    must_avoid: list[RubricItem] = Field(min_length=1, max_length=3, description="One line each.")
+    best_practice: list[RubricItem] = Field(min_length=1, max_length=3, description="One line each.")
 
 
 class SolutionReply(ReplyModel):
     files: dict[str, str] = Field(json_schema_extra=file_map_schema(
-        "solution", required=("solve.sh",),
+        "solution", required=("solve.sh",), scripts=("wrong.sh",),
         description="Path relative to solution/ -> text; solve.sh, optional wrong.sh."))
 
     @field_validator("files")
     @classmethod
     def _files(cls, files: dict[str, str]) -> dict[str, str]:
-        return check_files(files, "solution", required=("solve.sh",))
+        return check_files(files, "solution", required=("solve.sh",), scripts=("wrong.sh",))

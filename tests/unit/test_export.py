@@ -233,6 +233,7 @@ def test_failed_stages_and_their_usage_are_in_the_tables_stats_and_duckdb(corpus
         ("delta", "workflow_plans", 1), ("beta", "task_bundles", 4)}
     s = result.stats
     assert s.stage_failures == {"task_bundles": {"llm_unavailable": 1}, "workflow_plans": {"llm_misconfigured": 1}}
+    assert s.failure_examples["llm_misconfigured"] == "workflow_plans failed: check S2E_LLM_API_KEY"
     assert s.generators == {"llm": 3, "offline": 2}  # llm plans (alpha, beta, delta failed), offline tasks
     assert s.cost.cost_usd is None and s.cost.cost_usd_per_retained_task is None
     assert s.cost.prompt_tokens == 1000 * 2 + 2000 + 700 and s.cost.failed_calls == 5

@@ -75,7 +75,8 @@ def _bad_variants() -> list[tuple[type[BaseModel], dict]]:
                         "verifier_strategy": "z"},
           "axis_pool": [{"archetype": "repair_debug", "primary_verifier_pattern": "exact_state", "persona": "a"}]}
     env = {"image": "minimal", "dockerfile_lines": ["COPY app/ /app/"], "files": {"app/x.csv": "a"}}
-    tests = {"files": {"test.sh": "x"}, "metrics": ["a_metric", "b_metric"]}
+    tests = {"files": {"test.sh": "#!/bin/bash\n"}, "metrics": ["a_metric", "b_metric"]}
+    rubric = {"must_do": ["x"], "must_avoid": ["y"], "best_practice": ["z"]}
     return [
         (PlanReply, {"workflows": [{**wf, "name": ""}]}),
         (PlanReply, {"workflows": [{**wf, "name": "Fix Report"}]}),
@@ -94,10 +95,14 @@ def _bad_variants() -> list[tuple[type[BaseModel], dict]]:
         (VerifierReply, {**tests, "files": {"check.py": "x"}}),
         (VerifierReply, {**tests, "metrics": ["Bad Name", "ok"]}),
         (VerifierReply, {**tests, "metrics": ["same", "same"]}),
-        (VerifierReply, {**tests, "files": {"test.sh": "x", "solution/solve.sh": "x"}}),
-        (SolutionReply, {"files": {"wrong.sh": "x"}}),
-        (SolutionReply, {"files": {"solve.sh": "x", "../../tests/test.sh": "x"}}),
-        (RubricReply, {"must_do": [], "must_avoid": ["x"], "best_practice": ["y"]}),
+        (VerifierReply, {**tests, "files": {"test.sh": "#!/bin/bash\n", "solution/solve.sh": "x"}}),
+        (VerifierReply, {**tests, "files": {"test.sh": "echo no shebang\n"}}),
+        (SolutionReply, {"files": {"wrong.sh": "#!/bin/bash\n"}}),
+        (SolutionReply, {"files": {"solve.sh": "#!/bin/bash\n", "../../tests/test.sh": "x"}}),
+        (SolutionReply, {"files": {"solve.sh": "#!/bin/bash\n", "wrong.sh": "no shebang"}}),
+        (RubricReply, {**rubric, "must_do": []}),
+        (RubricReply, {**rubric, "must_avoid": ["two\nlines"]}),
+        (RubricReply, {**rubric, "best_practice": ["   "]}),
     ]
 
 
@@ -119,7 +124,7 @@ def test_schema_is_well_formed_and_sent_in_the_instruction(model: type[BaseModel
 @given(st.one_of(st.text(max_size=30), st.from_regex(r"[a-z./_\\-]{0,12}\n?", fullmatch=True)))
 def test_file_paths_follow_one_rule_on_both_sides(path: str) -> None:
     """Our path check and the schema's propertyNames agree on arbitrary keys (no rule lives on one side only)."""
-    data = {"files": {"solve.sh": "x", path: "y"}}
+    data = {"files": {"solve.sh": "#!/bin/bash\n", path: "y"}}
     try:
         parse_reply(json.dumps(data), SolutionReply)
         ours = True
