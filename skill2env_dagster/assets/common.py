@@ -3,6 +3,8 @@ metadata, and stage-failure records."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -12,7 +14,7 @@ import dagster as dg
 from skill2env_dagster.artifacts import FAILURES, SKILLS_PARTITION, Artifact, Folder
 from skill2env_dagster.models.failure import SkillFailures, StageFailure
 from skill2env_dagster.models.plan import Usage
-from skill2env_dagster.reasons import ReasonCode, Skill2EnvError, is_retryable
+from skill2env_dagster.reasons import LLMError, ReasonCode, Skill2EnvError, is_retryable
 from skill2env_dagster.resources.llm import env_fingerprint
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.versions import code_version
@@ -44,6 +46,18 @@ def usage_metadata(u: Usage) -> dict[str, Any]:
     cost: Any = "unknown" if u.cost_usd is None else dg.MetadataValue.float(u.cost_usd)
     return {"llm_calls": u.calls, "failed_calls": u.failed_calls, "cache_hits": u.cache_hits,
             "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "cost_usd": cost}
+
+
+@contextmanager
+def stage_run(store: ArtifactStore, artifact: Artifact[Any], key: str, generator: Literal["offline", "llm"],
+              model: str | None) -> Iterator[None]:
+    """Wrap a stage's model-backed work: an LLMError is recorded (why, and the usage it spent) and raised as the
+    asset's Failure; when the block completes, an earlier failure record of this stage is history."""
+    try:
+        yield
+    except LLMError as e:
+        raise stage_failed(store, artifact, key, e, generator, model) from e
+    clear_failure(store, artifact, key)
 
 
 def stage_failed(store: ArtifactStore, artifact: Artifact[Any], key: str, err: Skill2EnvError,

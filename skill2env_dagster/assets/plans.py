@@ -13,18 +13,11 @@ from pathlib import Path
 import dagster as dg
 
 from skill2env_dagster.artifacts import AXES, PLANS, SNAPSHOT
-from skill2env_dagster.assets.common import (
-    asset_code_version,
-    clear_failure,
-    skills_partitions,
-    skipped,
-    stage_failed,
-    usage_metadata,
-)
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.planning import plan_offline, plan_with_llm, sample_axes
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import canonical_json, sha256_bytes
@@ -61,12 +54,9 @@ def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.Asset
         skill = st.load(SNAPSHOT, key)
         if not skill.is_eligible:
             return skipped(st, PLANS, key, ReasonCode.NOT_ELIGIBLE, context.log)
-        try:
+        with stage_run(st, PLANS, key, "offline" if llm.offline else "llm", llm.model or None):
             plans = _plan(skill, llm, plans_version)
-        except LLMError as e:
-            raise stage_failed(st, PLANS, key, e, "offline" if llm.offline else "llm", llm.model or None) from e
-        st.save(PLANS, key, plans)
-        clear_failure(st, PLANS, key)
+            st.save(PLANS, key, plans)
         return dg.MaterializeResult(data_version=dg.DataVersion(_content_digest(plans)), metadata={
             "status": "planned", "generator": plans.generator, "model": plans.model or "",
             "prompt_version": plans.prompt_version, "workflows": len(plans.workflows),

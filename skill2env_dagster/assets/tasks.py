@@ -12,17 +12,10 @@ from pathlib import Path
 import dagster as dg
 
 from skill2env_dagster.artifacts import AXES, GATES, PLANS, SNAPSHOT, TASKS
-from skill2env_dagster.assets.common import (
-    asset_code_version,
-    clear_failure,
-    skills_partitions,
-    skipped,
-    stage_failed,
-    usage_metadata,
-)
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateReports
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
@@ -99,12 +92,9 @@ def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, 
     plans, axes = store.load(PLANS, key), store.load(AXES, key)
     settings = CreationSettings.model_validate(config.model_dump())
     gen = _generator(llm)
-    try:
+    with stage_run(store, TASKS, key, gen.kind, gen.model):
         result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(), settings)
-    except LLMError as e:
-        raise stage_failed(store, TASKS, key, e, gen.kind, gen.model) from e
-    digest = store.save(TASKS, key, result)
-    clear_failure(store, TASKS, key)
+        digest = store.save(TASKS, key, result)
     context.log.info(f"task_bundles skill={key} created={len(result.bundles)} retained={len(result.retained())}")
     return dg.MaterializeResult(data_version=dg.DataVersion(digest[:24]), metadata=_bundle_metadata(result),
                                 check_results=[_frozen_check(result)])

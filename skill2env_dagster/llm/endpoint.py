@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skill2env_dagster.llm.config import LLMConfig
 from skill2env_dagster.llm.failures import Failure
@@ -39,7 +39,7 @@ class EndpointMemo(BaseModel):
     base_url: str
     model: str
     structured_mode: WireMode
-    evidence: str = ""
+    evidence: str = Field(default="", max_length=300)
 
 
 class Endpoint:

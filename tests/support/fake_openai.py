@@ -56,52 +56,21 @@ def rate_limit(retry_after: float = 1.0) -> Fault:
     return Fault("rate_limit", retry_after)
 
 
-def server_error() -> Fault:
-    return Fault("server_error")
-
-
 def slow(seconds: float) -> Fault:
     return Fault("slow", seconds)
-
-
-def drop() -> Fault:
-    return Fault("drop")
-
-
-def reset() -> Fault:
-    return Fault("reset")
-
-
-def truncated() -> Fault:
-    return Fault("truncated")
-
-
-def short_body() -> Fault:
-    return Fault("short_body")
-
-
-def malformed() -> Fault:
-    return Fault("malformed")
-
-
-def schema_violation() -> Fault:
-    return Fault("schema_violation")
-
-
-def unauthorized() -> Fault:
-    return Fault("unauthorized")
-
-
-def model_not_found() -> Fault:
-    return Fault("model_not_found")
 
 
 def unsupported_param(name: str) -> Fault:
     return Fault("unsupported_param", param=name)
 
 
-def context_too_long() -> Fault:
-    return Fault("context_too_long")
+def _fault(kind: str) -> Callable[[], Fault]:
+    return lambda: Fault(kind)
+
+
+(server_error, drop, reset, truncated, short_body, malformed, schema_violation, unauthorized, model_not_found,
+ context_too_long) = map(_fault, ("server_error", "drop", "reset", "truncated", "short_body", "malformed",
+                                  "schema_violation", "unauthorized", "model_not_found", "context_too_long"))
 
 
 @dataclass
