@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from skill2env_dagster.reasons import LLM_ENDPOINT_CODES, ReasonCode
@@ -138,4 +139,7 @@ def test_configuration_errors_fail_once_with_the_variable(docker_client, tmp_pat
     assert sorted(funnel["failed_partitions"]) == sorted(SKILLS) and funnel["planned"] == 0
     message = funnel["failure_examples"]["llm_misconfigured"]
     assert variable in message and url in message
+    skills = pq.read_table(Path(funnel["export_dir"]) / "tables" / "skills.parquet").to_pylist()
+    failed = {r["skill_id"]: (r["failed_stage"], r["failure_reason"]) for r in skills if r["failed_stage"]}
+    assert failed == dict.fromkeys(SKILLS, ("workflow_plans", "llm_misconfigured"))  # in the export too
     assert_key_nowhere(tmp_path / "out", output)
