@@ -3,13 +3,13 @@ skills against the loopback OpenAI-compatible fake in each server mode, checking
 reasons, the tokens reported against the tokens served, and that the key appears in no output file, log or
 message.
 
-| mode | server | expected |
-|---|---|---|
-| constrained | random schema-valid replies (a constrained decoder) | both planned, every candidate rejected by a gate with a reason, no failed partition, nothing exported (exit 1) |
-| refusal | refuses json_schema, answers canned replies | one refused request for the whole run, then JSON mode; tasks retained (exit 0) |
-| fault mix | 429/500/truncated/cut/reset/malformed/off-schema on 30 % of requests | retried and repaired; tasks retained (exit 0) |
-| wrong key | 401 | llm_misconfigured at workflow_plans for both skills, one request in total, named variable (exit 1) |
-| wrong model | 404 | as above, naming S2E_LLM_MODEL |
+- constrained: random schema-valid replies (a constrained decoder) -> both skills planned, every candidate
+  rejected by a gate with a reason, no failed partition, nothing exported (the demo exits 1);
+- refusal: json_schema refused, canned replies -> one refused request for the whole run, then JSON mode; tasks
+  retained (exit 0);
+- fault mix: 429/500/truncated/cut/reset/malformed/off-schema on 30 % of requests -> retried and repaired (exit 0);
+- wrong key (401) / wrong model (404): llm_misconfigured at workflow_plans for both skills, one request in total,
+  the message names the variable and the URL (exit 1).
 
 (`skill2env run`, the headless runner, is not on main yet: these run the demo, which honours the same settings.)
 """
