@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from skill2env_dagster.models.axes import AxisSampleSet
 from skill2env_dagster.models.export import CorpusStats
+from skill2env_dagster.models.failure import SkillFailures
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.probe import ProbeReport
 from skill2env_dagster.models.skill import SkillRecord
@@ -29,7 +30,7 @@ class Artifact(Generic[M]):
 
     name: str
     model: type[M]
-    scope: CodeScope
+    scope: CodeScope | None  # None: a record kept beside the assets, not an asset's output
     partitioned: bool = True
 
     def __str__(self) -> str:
@@ -67,6 +68,9 @@ GATES = Artifact("gate_reports", TaskGateReports, CodeScope(modules=("gates",)))
 PROBE = Artifact("retrieval_probe", ProbeReport, CodeScope(modules=("probe",)), partitioned=False)
 STATS = Artifact("corpus_stats", CorpusStats, CodeScope(modules=("export.stats", "export.plots")), partitioned=False)
 CORPUS_KEY = "corpus"  # the key of every unpartitioned artifact
+# Per skill: stages whose last run failed, with the reason and the usage spent (written by the assets on failure,
+# removed on success; read by the export and the funnel).
+FAILURES = Artifact("stage_failures", SkillFailures, None)
 
 # --- folders ---------------------------------------------------------------------------------------------------
 CRAWL = Folder("skillhub_crawl", SKILLHUB_SCOPE)  # content-addressed snapshots (parquet + records)

@@ -7,6 +7,10 @@ broken infrastructure or bugs, and they carry a code too so that a failed run st
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skill2env_dagster.models.plan import Usage
 
 
 class ReasonCode(StrEnum):
@@ -46,6 +50,10 @@ class ReasonCode(StrEnum):
     LLM_UNAVAILABLE = "llm_unavailable"
     LLM_SCHEMA_VIOLATION = "llm_schema_violation"
     LLM_RATE_LIMITED = "llm_rate_limited"
+    # the endpoint's settings are wrong (key, model, base URL, an unsupported parameter): no retry can fix it
+    LLM_MISCONFIGURED = "llm_misconfigured"
+    # the server refused this one request (e.g. the prompt exceeds the model's context): a verdict on the input
+    LLM_REQUEST_REJECTED = "llm_request_rejected"
     CREATOR_CONTRACT_FAILED = "creator_contract_failed"
     TASK_TOO_LARGE = "task_too_large"
     GRADING_MODIFIED = "grading_modified"
@@ -88,6 +96,12 @@ INFRA_CODES: frozenset[ReasonCode] = frozenset(
 )
 
 
+# The codes of a model call that failed because of the endpoint (down, throttled, misconfigured), not the input.
+LLM_ENDPOINT_CODES: frozenset[ReasonCode] = frozenset(
+    {ReasonCode.LLM_UNAVAILABLE, ReasonCode.LLM_RATE_LIMITED, ReasonCode.LLM_MISCONFIGURED}
+)
+
+
 def is_retryable(code: ReasonCode) -> bool:
     """Run retries are for infrastructure failures only, never for genuine verdicts."""
     return code in INFRA_CODES
@@ -106,7 +120,12 @@ class InfraError(Skill2EnvError):
 
 
 class LLMError(Skill2EnvError):
-    """The model endpoint failed or kept answering outside the schema."""
+    """The model endpoint failed or kept answering outside the schema. `usage` is what the failed call spent
+    (tokens are paid for whether or not the reply was usable), so callers can still report it."""
+
+    def __init__(self, reason: ReasonCode, message: str, usage: Usage | None = None) -> None:
+        super().__init__(reason, message)
+        self.usage = usage
 
 
 class StoreError(Skill2EnvError):

@@ -41,3 +41,14 @@ def corpus_manifest() -> list[dict]:
     if not path.is_file():
         pytest.skip(f"shared corpus manifest not found at {path}")
     return json.loads(path.read_text())
+
+
+@pytest.fixture(autouse=True)
+def _fresh_endpoint_memory():
+    """What the LLM client learned about an endpoint lives for the process; every test starts without it (a fake
+    server's port may be reused by the next test's server)."""
+    from skill2env_dagster.llm.endpoint import forget_endpoints
+
+    forget_endpoints()
+    yield
+    forget_endpoints()

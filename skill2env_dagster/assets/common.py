@@ -1,14 +1,20 @@
-"""What every asset module shares: the skills partitioning, derived code versions, and the skipped result."""
+"""What every asset module shares: the skills partitioning, derived code versions, the skipped result, usage
+metadata, and stage-failure records."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 
-from skill2env_dagster.artifacts import SKILLS_PARTITION, Artifact, Folder
-from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.artifacts import FAILURES, SKILLS_PARTITION, Artifact, Folder
+from skill2env_dagster.models.failure import SkillFailures, StageFailure
+from skill2env_dagster.models.plan import Usage
+from skill2env_dagster.reasons import LLMError, ReasonCode, Skill2EnvError, is_retryable
 from skill2env_dagster.resources.llm import env_fingerprint
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.versions import code_version
@@ -28,7 +34,55 @@ def skipped(store: ArtifactStore, artifact: Artifact[Any], key: str, reason: Rea
             log: dg.DagsterLogManager | None = None, **extra: Any) -> dg.MaterializeResult:
     """A skill this stage does not apply to: no artifact file (a stale one is removed), an honest status."""
     store.delete(artifact, key)
+    clear_failure(store, artifact, key)
     if log is not None:
         log.info(f"{artifact.name} skill={key} status=skipped reason={reason.value}")
     return dg.MaterializeResult(data_version=dg.DataVersion(f"skipped:{reason.value}"),
                                 metadata={"status": "skipped", "reason": reason.value}, **extra)
+
+
+def usage_metadata(u: Usage) -> dict[str, Any]:
+    """Model calls, tokens and cost as asset metadata; an unpriced cost is the text "unknown", never 0."""
+    cost: Any = "unknown" if u.cost_usd is None else dg.MetadataValue.float(u.cost_usd)
+    return {"llm_calls": u.calls, "failed_calls": u.failed_calls, "cache_hits": u.cache_hits,
+            "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "cost_usd": cost}
+
+
+@contextmanager
+def stage_run(store: ArtifactStore, artifact: Artifact[Any], key: str, generator: Literal["offline", "llm"],
+              model: str | None) -> Iterator[None]:
+    """Wrap a stage's model-backed work: an LLMError is recorded (why, and the usage it spent) and raised as the
+    asset's Failure; when the block completes, an earlier failure record of this stage is history."""
+    try:
+        yield
+    except LLMError as e:
+        raise stage_failed(store, artifact, key, e, generator, model) from e
+    clear_failure(store, artifact, key)
+
+
+def stage_failed(store: ArtifactStore, artifact: Artifact[Any], key: str, err: Skill2EnvError,
+                 generator: Literal["offline", "llm"], model: str | None) -> dg.Failure:
+    """Record why this skill's stage failed (for the exports and the funnel) and the Failure the asset raises:
+    its description and metadata name the reason, run retries only for infrastructure codes."""
+    usage = getattr(err, "usage", None) or Usage()
+    record = store.load(FAILURES, key) if store.exists(FAILURES, key) else SkillFailures(skill_id=key)
+    record.stages[artifact.name] = StageFailure(
+        stage=artifact.name, reason=err.reason, message=str(err)[:2000], generator=generator, model=model,
+        usage=usage, failed_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    store.save(FAILURES, key, record)
+    return dg.Failure(description=f"{artifact.name} for {key} failed: {err}",
+                      metadata={"reason": err.reason.value, "stage": artifact.name, **usage_metadata(usage)},
+                      allow_retries=is_retryable(err.reason))
+
+
+def clear_failure(store: ArtifactStore, artifact: Artifact[Any], key: str) -> None:
+    """The stage succeeded (or no longer applies): its failure record is history."""
+    if not store.exists(FAILURES, key):
+        return
+    record = store.load(FAILURES, key)
+    if record.stages.pop(artifact.name, None) is None:
+        return
+    if record.stages:
+        store.save(FAILURES, key, record)
+    else:
+        store.delete(FAILURES, key)

@@ -60,6 +60,13 @@ def corpus_export(context: dg.AssetExecutionContext, config: CorpusExportConfig,
     )
 
 
+def _money(value: float | None, total: float | None) -> dg.MetadataValue | str:
+    """A cost as metadata: a float, "unknown" when no price was configured, "n/a" when nothing was retained."""
+    if total is None:
+        return "unknown"
+    return dg.MetadataValue.float(value) if value is not None else "n/a"
+
+
 def _inline_png(name: str, path: Path) -> str:
     return f"### {name}\n\n![{name}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
 
@@ -87,7 +94,10 @@ def corpus_stats(context: dg.AssetExecutionContext, artifacts: ArtifactStoreReso
         metadata={
             "funnel": dg.MetadataValue.json(stats.funnel),
             "gate_pass_rate": dg.MetadataValue.float(stats.gate_pass_rates["overall"].pass_rate or 0.0),
-            "cost_usd_per_retained_task": dg.MetadataValue.float(stats.cost.cost_usd_per_retained_task or 0.0),
+            "stage_failures": dg.MetadataValue.json(stats.stage_failures),
+            "generators": dg.MetadataValue.json(stats.generators),
+            "llm_usage": dg.MetadataValue.json(stats.cost.model_dump(mode="json")),
+            "cost_usd_per_retained_task": _money(stats.cost.cost_usd_per_retained_task, stats.cost.cost_usd),
             "domain_mix": dg.MetadataValue.json(stats.domain_mix),
             "plots": dg.MetadataValue.md("\n\n".join(_inline_png(p.stem, p) for p in plots)),
             **{f"plot_{p.stem}": dg.MetadataValue.path(str(p)) for p in plots},

@@ -13,11 +13,11 @@ from pathlib import Path
 import dagster as dg
 
 from skill2env_dagster.artifacts import AXES, PLANS, SNAPSHOT
-from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.planning import plan_offline, plan_with_llm, sample_axes
-from skill2env_dagster.reasons import LLMError, ReasonCode, is_retryable
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import canonical_json, sha256_bytes
@@ -34,7 +34,7 @@ def _content_digest(plans: WorkflowPlanSet) -> str:
 
 
 def _plan(skill: SkillRecord, llm: LLMResource, version: str) -> WorkflowPlanSet:
-    if llm.is_offline():
+    if llm.offline:
         return plan_offline(skill, prompt_version=version)
     return plan_with_llm(skill, llm.client(), prompt_version=version, model=llm.model)
 
@@ -54,19 +54,13 @@ def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.Asset
         skill = st.load(SNAPSHOT, key)
         if not skill.is_eligible:
             return skipped(st, PLANS, key, ReasonCode.NOT_ELIGIBLE, context.log)
-        try:
+        with stage_run(st, PLANS, key, "offline" if llm.offline else "llm", llm.model or None):
             plans = _plan(skill, llm, plans_version)
-        except LLMError as e:
-            raise dg.Failure(description=str(e), metadata={"reason": e.reason.value},
-                             allow_retries=is_retryable(e.reason)) from e
-        st.save(PLANS, key, plans)
-        u = plans.usage
+            st.save(PLANS, key, plans)
         return dg.MaterializeResult(data_version=dg.DataVersion(_content_digest(plans)), metadata={
             "status": "planned", "generator": plans.generator, "model": plans.model or "",
             "prompt_version": plans.prompt_version, "workflows": len(plans.workflows),
-            "workflow_names": ", ".join(w.name for w in plans.workflows),
-            "llm_calls": u.calls, "cache_hits": u.cache_hits, "prompt_tokens": u.prompt_tokens,
-            "completion_tokens": u.completion_tokens, "cost_usd": dg.MetadataValue.float(u.cost_usd),
+            "workflow_names": ", ".join(w.name for w in plans.workflows), **usage_metadata(plans.usage),
             "path": dg.MetadataValue.path(str(st.path(PLANS, key))),
         })
 

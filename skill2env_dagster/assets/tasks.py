@@ -12,10 +12,10 @@ from pathlib import Path
 import dagster as dg
 
 from skill2env_dagster.artifacts import AXES, GATES, PLANS, SNAPSHOT, TASKS
-from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateReports
-from skill2env_dagster.reasons import LLMError, ReasonCode, is_retryable
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
@@ -34,7 +34,7 @@ class TaskCreationConfig(dg.Config, CreationSettings):
 
 def _generator(llm: LLMResource) -> TaskGenerator:
     """The offline recipes when no model is configured, else one model call per creation step."""
-    if llm.is_offline():
+    if llm.offline:
         return OfflineGenerator()
     return LLMGenerator(llm.client(), llm.model, TASKS_VERSION)
 
@@ -63,9 +63,7 @@ def _bundle_metadata(result: TaskBundleSet) -> dict[str, object]:
         "generator": result.generator,
         "model": result.model or "",
         "prompt_version": result.prompt_version,
-        "llm_calls": result.usage.calls, "cache_hits": result.usage.cache_hits,
-        "prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens,
-        "cost_usd": dg.MetadataValue.float(result.usage.cost_usd),
+        **usage_metadata(result.usage),
     }
 
 
@@ -94,14 +92,9 @@ def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, 
     plans, axes = store.load(PLANS, key), store.load(AXES, key)
     settings = CreationSettings.model_validate(config.model_dump())
     gen = _generator(llm)
-    try:
+    with stage_run(store, TASKS, key, gen.kind, gen.model):
         result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(), settings)
-    except LLMError as e:
-        raise dg.Failure(description=f"task creation for {key} failed: {e}", metadata={"reason": e.reason.value},
-                         allow_retries=is_retryable(e.reason)) from e
-    if isinstance(gen, LLMGenerator):
-        result.usage = gen.total_usage()
-    digest = store.save(TASKS, key, result)
+        digest = store.save(TASKS, key, result)
     context.log.info(f"task_bundles skill={key} created={len(result.bundles)} retained={len(result.retained())}")
     return dg.MaterializeResult(data_version=dg.DataVersion(digest[:24]), metadata=_bundle_metadata(result),
                                 check_results=[_frozen_check(result)])

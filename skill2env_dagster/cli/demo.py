@@ -60,7 +60,7 @@ def _resources(out: Path) -> dict:
                        f"    priority: 10\nsettings:\n  cache_dir: {out / 'git-cache'}\n")
     return {"artifacts": ArtifactStoreResource(root=str(out / "artifacts")),
             "skillhub": SkillHubResource(sources_file=str(sources)),
-            "llm": LLMResource(), "docker": DockerResource()}
+            "llm": LLMResource.from_env(), "docker": DockerResource()}
 
 
 def _materialize(out: Path, max_variants: int, only: list[str] | None) -> list[str]:
@@ -93,7 +93,11 @@ def _materialize(out: Path, max_variants: int, only: list[str] | None) -> list[s
 
 
 def _funnel(out: Path, failed: list[str]) -> dict:
+    from skill2env_dagster.export.inputs import load_inputs
     from skill2env_dagster.export.run import CURRENT_EXPORT
+    from skill2env_dagster.export.stats import corpus_stats
+    from skill2env_dagster.export.tables import build_tables
+    from skill2env_dagster.models.plan import Usage
     from skill2env_dagster.skillhub.snapshot import latest_snapshot_dir, load_record
     from skill2env_dagster.store import ArtifactStore
 
@@ -107,7 +111,10 @@ def _funnel(out: Path, failed: list[str]) -> dict:
     rejected = Counter(r.value for b in created if b.status != "retained" for r in b.reasons)
     verified = {name for g in gates.values() for name, r in g.reports.items() if r.verdict.value == "retained"}
     probe = _probe_summary(store)
+    stats = corpus_stats(build_tables(load_inputs(store)), exported=0)  # its usage and failure figures
     return {
+        "generator": _generator(),
+        "generators": stats.generators,
         "skills_crawled": len(skills),
         "screened_out_by_reason": dict(screened),
         "duplicates": sum(s.status.value == "duplicate" for s in skills.values()),
@@ -116,6 +123,9 @@ def _funnel(out: Path, failed: list[str]) -> dict:
         "created": len(created),
         "retained": len(verified),
         "rejected_by_reason": dict(rejected),
+        "failed_by_stage": stats.stage_failures,
+        "failure_examples": stats.failure_examples,
+        "llm_usage": Usage(**stats.cost.model_dump(include=set(Usage.model_fields))).report(),
         "failed_partitions": failed,
         "retrieval_probe": probe,
         "export_dir": str(store.dir(EXPORT) / CURRENT_EXPORT),
@@ -152,9 +162,18 @@ def _export(paths: list[str], dest: Path) -> list[str]:
     return names
 
 
+def _generator() -> str:
+    """Which generator the code location uses, from the same S2E_LLM_* settings (validated: a bad value stops
+    the demo here with the variable named)."""
+    from skill2env_dagster.llm.config import from_env
+
+    return from_env().describe()
+
+
 def run(args: argparse.Namespace) -> int:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    print(f"demo: generator: {_generator()}", file=sys.stderr, flush=True)
     _infra(args.skip_docker_up)
     failed = _materialize(out, args.max_variants, args.only)
     funnel = _funnel(out, failed)

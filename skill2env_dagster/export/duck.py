@@ -24,8 +24,11 @@ VIEWS: dict[str, str] = {
                        "WHERE check_name IS NOT NULL GROUP BY check_name ORDER BY pass_rate",
     "task_reasons": "SELECT reason, count(*) AS tasks FROM (SELECT unnest(reasons) AS reason FROM tasks "
                     "WHERE status <> 'retained') GROUP BY reason ORDER BY tasks DESC",
-    "cost_per_retained_task": "SELECT sum(cost_usd) AS cost_usd, sum(prompt_tokens + completion_tokens) AS tokens, "
-                              "(SELECT count(*) FROM retained_tasks) AS retained_tasks, sum(cost_usd) / "
+    # an unknown (NULL) cost anywhere makes the total unknown: sum() alone would skip it and under-report
+    "cost_per_retained_task": "SELECT CASE WHEN count(*) FILTER (WHERE cost_usd IS NULL) > 0 THEN NULL "
+                              "ELSE sum(cost_usd) END AS cost_usd, sum(prompt_tokens + completion_tokens) AS tokens, "
+                              "(SELECT count(*) FROM retained_tasks) AS retained_tasks, CASE WHEN count(*) FILTER "
+                              "(WHERE cost_usd IS NULL) > 0 THEN NULL ELSE sum(cost_usd) END / "
                               "nullif((SELECT count(*) FROM retained_tasks), 0) AS cost_usd_per_task FROM usage",
     "probe_by_domain": "SELECT domain, count(*) AS tasks, avg(CASE WHEN rank_instruction_rubric = 1 THEN 1 ELSE 0 END) "
                        "AS top1, avg(CASE WHEN rank_instruction_rubric <= 10 THEN 1 ELSE 0 END) AS top10, "

@@ -6,9 +6,10 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skill2env_dagster.artifacts import AXES, CORPUS_KEY, GATES, PLANS, PROBE, SNAPSHOT, TASKS
+from skill2env_dagster.artifacts import AXES, CORPUS_KEY, FAILURES, GATES, PLANS, PROBE, SNAPSHOT, TASKS
 from skill2env_dagster.models.axes import AxisSampleSet
 from skill2env_dagster.models.export import DecontamReport
+from skill2env_dagster.models.failure import SkillFailures, StageFailure
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.probe import ProbeReport
 from skill2env_dagster.models.skill import SkillRecord
@@ -16,6 +17,7 @@ from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateRep
 from skill2env_dagster.store import ArtifactStore
 
 log = logging.getLogger(__name__)
+STAGE_ORDER = (SNAPSHOT.name, PLANS.name, AXES.name, TASKS.name, GATES.name)
 
 
 @dataclass
@@ -27,6 +29,7 @@ class CorpusInputs:
     gates: list[TaskGateReports] = field(default_factory=list)
     probe: ProbeReport | None = None
     decontam: DecontamReport | None = None
+    failures: list[SkillFailures] = field(default_factory=list)
 
     def retained(self) -> list[TaskBundle]:
         """Every retained candidate of every skill, in store order."""
@@ -34,6 +37,19 @@ class CorpusInputs:
 
     def generator_of(self) -> dict[str, str]:
         return {s.skill_id: s.generator for s in self.bundles}
+
+    def stage_failures(self) -> list[tuple[str, StageFailure]]:
+        """(skill id, failure) for every stage whose last run failed, earliest stage first per skill."""
+        order = {name: i for i, name in enumerate(STAGE_ORDER)}
+        return [(f.skill_id, s) for f in self.failures
+                for s in sorted(f.stages.values(), key=lambda s: order.get(s.stage, len(order)))]
+
+    def first_failure(self) -> dict[str, StageFailure]:
+        """Skill id -> its earliest failed stage (the one that stopped it)."""
+        out: dict[str, StageFailure] = {}
+        for skill_id, failure in self.stage_failures():
+            out.setdefault(skill_id, failure)
+        return out
 
 
 def load_inputs(store: ArtifactStore) -> CorpusInputs:
@@ -46,6 +62,7 @@ def load_inputs(store: ArtifactStore) -> CorpusInputs:
         bundles=list(store.load_all(TASKS).values()),
         gates=list(store.load_all(GATES).values()),
         probe=probe,
+        failures=list(store.load_all(FAILURES).values()),
     )
     log.info("export inputs skills=%d plans=%d bundles=%d gates=%d probe=%s", len(inputs.skills), len(inputs.plans),
              len(inputs.bundles), len(inputs.gates), probe is not None)

@@ -61,11 +61,31 @@ def _gate_rates(gates: pd.DataFrame) -> dict[str, CountRate]:
 
 
 def _cost(usage: pd.DataFrame, retained: int) -> CostSummary:
-    total = Usage(**{k: usage[k].sum().item() if len(usage) else 0 for k in USAGE_COLUMNS})
+    """Usage of every stage, failed ones included; one unpriced row makes the cost unknown (never a partial sum)."""
+    counts = {k: int(usage[k].sum()) if len(usage) else 0 for k in USAGE_COLUMNS if k != "cost_usd"}
+    cost = None if usage["cost_usd"].isna().any() else float(usage["cost_usd"].sum()) if len(usage) else 0.0
+    total = Usage(**counts, cost_usd=cost)
     tokens = total.prompt_tokens + total.completion_tokens
-    return CostSummary(**total.model_dump(), retained_tasks=retained,
-                       cost_usd_per_retained_task=total.cost_usd / retained if retained else None,
+    per_task = total.cost_usd / retained if retained and total.cost_usd is not None else None
+    return CostSummary(**total.model_dump(), retained_tasks=retained, cost_usd_per_retained_task=per_task,
                        tokens_per_retained_task=tokens / retained if retained else None)
+
+
+def _stage_failures(skills: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Stage -> reason -> skills whose last run of that stage failed (each at its earliest failed stage)."""
+    failed = skills.dropna(subset=["failed_stage"])
+    return {str(stage): _counts(group["failure_reason"]) for stage, group in sorted(failed.groupby("failed_stage"))}
+
+
+def _failure_examples(skills: pd.DataFrame) -> dict[str, str]:
+    """Reason -> the first failure message with that reason (skills in table order)."""
+    failed = skills.dropna(subset=["failure_reason"]).drop_duplicates("failure_reason")
+    return {str(r): str(m) for r, m in zip(failed["failure_reason"], failed["failure_message"], strict=True)}
+
+
+def _generators(usage: pd.DataFrame) -> dict[str, int]:
+    """Generator -> skills it handled (every planned or failed stage has a usage row naming its generator)."""
+    return _counts(usage.drop_duplicates(["skill_id", "generator"])["generator"].dropna())
 
 
 def _domain_mix(skills: pd.DataFrame, retained: pd.DataFrame) -> dict[str, dict[str, int]]:
@@ -96,6 +116,9 @@ def corpus_stats(tables: dict[str, pa.Table], exported: int, probe: ProbeReport 
         domain_mix=_domain_mix(f["skills"], retained),
         axis_coverage={axis: _counts(retained[axis]) for axis in AXES},
         gate_pass_rates=_gate_rates(f["gates"]),
+        stage_failures=_stage_failures(f["skills"]),
+        failure_examples=_failure_examples(f["skills"]),
+        generators=_generators(f["usage"]),
         cost=_cost(f["usage"], len(retained)),
         probe=_probe(probe),
     )

@@ -10,7 +10,9 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
+from skill2env_dagster.artifacts import PLANS, TASKS
 from skill2env_dagster.export.inputs import CorpusInputs
+from skill2env_dagster.models.failure import StageFailure
 from skill2env_dagster.models.probe import ALL_MODES
 
 S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -19,7 +21,8 @@ LS = pa.list_(S)
 SCHEMAS: dict[str, pa.Schema] = {
     "skills": pa.schema([("skill_id", S), ("source", S), ("rel_path", S), ("name", S), ("domain", S),
                          ("status", S), ("eligible", B), ("reasons", LS), ("license", S), ("duplicate_of", S),
-                         ("bundle_digest", S), ("n_files", I), ("body_chars", I)]),
+                         ("bundle_digest", S), ("n_files", I), ("body_chars", I), ("failed_stage", S),
+                         ("failure_reason", S), ("failure_message", S)]),
     "plans": pa.schema([("skill_id", S), ("rank", I), ("workflow", S), ("summary", S), ("criteria_total", I),
                         ("generator", S), ("model", S), ("prompt_version", S)]),
     "axes": pa.schema([("skill_id", S), ("variant", I), ("workflow", S), ("archetype", S),
@@ -37,17 +40,26 @@ SCHEMAS: dict[str, pa.Schema] = {
                         ("reason", S)] + [(f"rank_{m}", I) for m in ALL_MODES]),
     "probe_skills": pa.schema([("skill_id", S), ("domain", S), ("n_tasks", I), ("top1", F), ("mrr", F),
                                ("masked_top1", F)]),
-    "usage": pa.schema([("stage", S), ("skill_id", S), ("calls", I), ("cache_hits", I), ("prompt_tokens", I),
-                        ("completion_tokens", I), ("cost_usd", F)]),
+    # cost_usd is NULL when tokens were spent at an unconfigured price ("unknown", never 0)
+    "usage": pa.schema([("stage", S), ("skill_id", S), ("status", S), ("generator", S), ("calls", I),
+                        ("failed_calls", I), ("cache_hits", I), ("prompt_tokens", I), ("completion_tokens", I),
+                        ("cost_usd", F)]),
 }
 
 
 def _skills(x: CorpusInputs) -> list[dict]:
+    failed = x.first_failure()
     return [dict(skill_id=s.skill_id, source=s.source, rel_path=s.rel_path, name=s.name, domain=s.domain,
                  status=s.status.value, eligible=s.is_eligible, reasons=[r.value for r in s.reasons],
                  license=s.license,
                  duplicate_of=s.duplicate_of, bundle_digest=s.bundle_digest, n_files=len(s.files),
-                 body_chars=len(s.body)) for s in x.skills]
+                 body_chars=len(s.body), **_failure_columns(failed.get(s.skill_id))) for s in x.skills]
+
+
+def _failure_columns(f: StageFailure | None) -> dict[str, str | None]:
+    if f is None:
+        return {"failed_stage": None, "failure_reason": None, "failure_message": None}
+    return {"failed_stage": f.stage, "failure_reason": f.reason.value, "failure_message": f.message}
 
 
 def _plans(x: CorpusInputs) -> list[dict]:
@@ -95,8 +107,13 @@ def _probe_skills(x: CorpusInputs) -> list[dict]:
 
 
 def _usage(x: CorpusInputs) -> list[dict]:
-    rows = [dict(stage="plans", skill_id=p.skill_id, **p.usage.model_dump()) for p in x.plans]
-    return rows + [dict(stage="tasks", skill_id=b.skill_id, **b.usage.model_dump()) for b in x.bundles]
+    """Every stage's model usage, the failed attempts included (their tokens were spent too)."""
+    rows = [{"stage": PLANS.name, "skill_id": p.skill_id, "status": "ok", "generator": p.generator,
+             **p.usage.model_dump()} for p in x.plans]
+    rows += [{"stage": TASKS.name, "skill_id": b.skill_id, "status": "ok", "generator": b.generator,
+              **b.usage.model_dump()} for b in x.bundles]
+    return rows + [{"stage": f.stage, "skill_id": skill_id, "status": "failed", "generator": f.generator,
+                    **f.usage.model_dump()} for skill_id, f in x.stage_failures()]
 
 
 BUILDERS: dict[str, Callable[[CorpusInputs], list[dict]]] = {

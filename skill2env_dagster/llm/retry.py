@@ -1,4 +1,4 @@
-"""Retry policy: which failures are worth another attempt, and how long to wait before it.
+"""Retry timing: how long to wait before another attempt (which failures get one: `llm.failures`).
 
 We drive retries ourselves (the SDK runs with max_retries=0) so that every attempt is counted, the delay policy is
 a pure function tests can check, and the final failure maps to one of our reason codes.
@@ -10,25 +10,6 @@ import email.utils
 import random
 import time
 from collections.abc import Mapping
-
-import openai
-
-from skill2env_dagster.reasons import ReasonCode
-
-
-def is_transient(exc: BaseException) -> bool:
-    """429, 5xx, 408/409, timeouts and dropped connections are infrastructure hiccups; other 4xx are not."""
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
-    return False
-
-
-def reason_for(exc: BaseException) -> ReasonCode:
-    if isinstance(exc, openai.RateLimitError):
-        return ReasonCode.LLM_RATE_LIMITED
-    return ReasonCode.LLM_UNAVAILABLE
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:

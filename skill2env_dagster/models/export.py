@@ -56,13 +56,16 @@ class CountRate(BaseModel):
 
 
 class CostSummary(BaseModel):
+    """Model usage of the whole corpus, failed stages included; `cost_usd` None = no price configured ("unknown")."""
+
     model_config = ConfigDict(extra="forbid")
 
     calls: int = 0
+    failed_calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
     retained_tasks: int = 0
     cost_usd_per_retained_task: float | None = None
     tokens_per_retained_task: float | None = None
@@ -84,6 +87,12 @@ class CorpusStats(BaseModel):
         default_factory=dict, description="Axis -> value -> retained tasks realised with it."
     )
     gate_pass_rates: dict[str, CountRate] = Field(default_factory=dict, description="Check name (and 'overall').")
+    stage_failures: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Stage -> reason -> skills whose last run of that stage failed.")
+    failure_examples: dict[str, str] = Field(
+        default_factory=dict, description="Reason -> one failure message (a configuration error is shown once, "
+        "not once per skill).")
+    generators: dict[str, int] = Field(default_factory=dict, description="Generator (offline | llm) -> skills.")
     cost: CostSummary = Field(default_factory=CostSummary)
     probe: dict[str, float] = Field(default_factory=dict, description="Headline probe figures, when a probe ran.")
 

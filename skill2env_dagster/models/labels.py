@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+from pydantic import StringConstraints
 
 LABEL_RE = re.compile(r"^[a-z][a-z0-9_-]{0,47}$")
+# A label as a field type: pydantic checks the pattern and the JSON schema carries it, so a model answering in
+# a reply schema that contains labels is told the rule instead of learning it from a rejection.
+Label = Annotated[str, StringConstraints(pattern=LABEL_RE.pattern)]
 
 
 def check_label(value: str) -> str:
-    if not LABEL_RE.match(value):
+    if not LABEL_RE.fullmatch(value):
         raise ValueError(f"label {value!r} must match {LABEL_RE.pattern}")
     return value
 

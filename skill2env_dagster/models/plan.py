@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from skill2env_dagster.models.labels import check_label
+from skill2env_dagster.models.labels import Label
 
 SCHEMA_VERSION = 1
 
@@ -71,41 +72,51 @@ class AssetRecommendation(BaseModel):
 class AxisCombo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    archetype: str
-    primary_verifier_pattern: str
-    persona: str
-
-    @field_validator("archetype", "primary_verifier_pattern", "persona")
-    @classmethod
-    def _labels(cls, v: str) -> str:
-        return check_label(v)
+    archetype: Label
+    primary_verifier_pattern: Label
+    persona: Label
 
 
 class Workflow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rank: int = Field(ge=1, le=8)
-    name: str = Field(description="Label-shaped workflow id, unique within the skill.")
+    name: Label = Field(description="Label-shaped workflow id, unique within the skill.")
     summary: str
     criteria: Criteria
     meta_plan: MetaPlan
     assets: list[AssetRecommendation] = Field(default_factory=list)
     axis_pool: list[AxisCombo] = Field(min_length=1, max_length=4)
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return check_label(v)
-
 
 class Usage(BaseModel):
+    """Model calls and what they cost. `cost_usd` is None when tokens were spent at a price nobody configured:
+    shown as "unknown", never as a made-up $0 (it is 0 only when nothing was spent or the price is set to 0)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
+    calls: int = Field(default=0, ge=0, description="HTTP requests answered with a completion (tokens spent).")
+    failed_calls: int = Field(default=0, ge=0, description="HTTP requests that failed: error status, timeout, "
+                              "reset, undecodable body.")
+    cache_hits: int = Field(default=0, ge=0)
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cost_usd: float | None = Field(default=0.0, ge=0)
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost_usd is None or other.cost_usd is None else round(self.cost_usd + other.cost_usd, 8)
+        return Usage(calls=self.calls + other.calls, failed_calls=self.failed_calls + other.failed_calls,
+                     cache_hits=self.cache_hits + other.cache_hits,
+                     prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                     completion_tokens=self.completion_tokens + other.completion_tokens, cost_usd=cost)
+
+    def report(self) -> dict[str, object]:
+        """For people and JSON summaries: every count, and the cost in USD or the word "unknown" (never 0)."""
+        return {**self.model_dump(), "cost_usd": "unknown" if self.cost_usd is None else self.cost_usd}
+
+
+def total_usage(usages: Iterable[Usage]) -> Usage:
+    return sum(usages, Usage())
 
 
 class WorkflowPlanSet(BaseModel):

@@ -12,6 +12,7 @@ from skill2env_dagster.reasons import ReasonCode
 
 SCHEMA_VERSION = 1
 
+TaskStatus = Literal["retained", "rejected", "error"]
 CreationStep = Literal["environment", "instruction", "tests", "rubric", "freeze", "solution"]
 # The one creation order; the builder refuses any other.
 CREATION_ORDER: tuple[CreationStep, ...] = ("environment", "instruction", "tests", "rubric", "freeze", "solution")
@@ -53,7 +54,7 @@ class TaskBundle(BaseModel):
     axes: Axes
     recipe: str = Field(description="Which offline recipe (or 'llm') produced the files.")
     image: Literal["minimal", "python"]
-    status: Literal["retained", "rejected", "error"]
+    status: TaskStatus = Field(description="error: the machine or the model endpoint failed, not a verdict.")
     reasons: list[ReasonCode] = Field(default_factory=list)
     evidence: list[str] = Field(default_factory=list, description="Short texts from gates/creator explaining reasons.")
     path: str = Field(description="Published task folder (task_bundles/ or rejected/ area).")

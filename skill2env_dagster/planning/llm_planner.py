@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from typing import Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from skill2env_dagster.llm.prompts import render_messages
+from skill2env_dagster.llm.schema import ReplyModel
 from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.models.plan import AssetRecommendation, Usage, Workflow, WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
@@ -28,15 +29,13 @@ M = TypeVar("M", bound=BaseModel)
 class JSONCompleter(Protocol):
     """What the planner needs from an LLM client (LLMClient satisfies it; tests may pass a fake)."""
 
-    config: object
-
     def complete_json(self, messages: list[dict[str, str]], schema: type[M], *, purpose: str) -> tuple[M, Usage]: ...
 
 
-class PlanReply(BaseModel):
-    """The wire schema the model must answer in: just the ranked workflows (provenance is added by us)."""
-
-    model_config = ConfigDict(extra="forbid")
+class PlanReply(ReplyModel):
+    """The wire schema the model must answer in: just the ranked workflows (provenance is added by us). Every rule
+    is in its JSON schema (label patterns, score bounds, list bounds); what grounding fixes afterwards (cited
+    files that do not exist, unpinned sources, repeated names, ranks) is repaired, never a rejection."""
 
     workflows: list[Workflow] = Field(min_length=1, max_length=8)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from skill2env_dagster.models.axes import AxisSample
-from skill2env_dagster.models.plan import Workflow
+from skill2env_dagster.models.plan import Usage, Workflow
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.tasks.grounding import Grounding, ground
 from skill2env_dagster.tasks.method import best_practice, extract, instruction_context
@@ -56,6 +56,7 @@ class TaskGenerator(Protocol):
     def tests(self, ctx: CreationContext) -> tuple[dict[str, str], list[str]]: ...
     def rubric(self, ctx: CreationContext) -> str: ...
     def solution(self, ctx: CreationContext, evidence: str) -> dict[str, str]: ...
+    def total_usage(self) -> Usage: ...
 
 
 def task_seed(skill: SkillRecord, sample: AxisSample) -> int:
@@ -79,6 +80,9 @@ class OfflineGenerator:
     kind: Literal["offline", "llm"] = "offline"
     model: str | None = None
     prompt_version = OFFLINE_PROMPT_VERSION
+
+    def total_usage(self) -> Usage:
+        return Usage()  # no model, no calls
 
     def __init__(self) -> None:
         self._designs: dict[str, Design] = {}

@@ -16,13 +16,17 @@ from typing import Literal, Protocol, TypeVar
 from pydantic import BaseModel
 
 from skill2env_dagster.artifacts import TASK_PROMPTS
-from skill2env_dagster.llm.pricing import sum_usage
 from skill2env_dagster.llm.prompts import prompt_version, render_messages
-from skill2env_dagster.models.plan import Usage
+from skill2env_dagster.models.plan import Usage, total_usage
+from skill2env_dagster.reasons import LLMError
 from skill2env_dagster.store import canonical_json, sha256_bytes
 from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, dockerfile
 from skill2env_dagster.tasks.llm_replies import (
-    EnvironmentReply, InstructionReply, RubricReply, SolutionReply, VerifierReply,
+    EnvironmentReply,
+    InstructionReply,
+    RubricReply,
+    SolutionReply,
+    VerifierReply,
 )
 from skill2env_dagster.tasks.recipes.base import Rubric
 
@@ -50,17 +54,22 @@ class LLMGenerator:
     """Drives one candidate at a time; remembers each task's drafts so later steps see the earlier ones."""
 
     kind: Literal["offline", "llm"] = "llm"
+    model: str | None
 
     def __init__(self, client: JSONCompleter, model: str, prompt_version: str,
                  folder: Path | str | None = None) -> None:
         self.client, self.model, self.prompt_version, self.folder = client, model, prompt_version, folder
         self.usages: list[Usage] = []
-        self._drafts: dict[str, dict[str, object]] = {}
+        self._drafts: dict[str, dict[str, BaseModel]] = {}
 
     # --- plumbing ----------------------------------------------------------------------------------------------
     def _call(self, ctx: CreationContext, step: str, schema: type[M], **extra: object) -> M:
         messages = render_messages(TEMPLATES[step], folder=self.folder, **self._vars(ctx), **extra)
-        reply, usage = self.client.complete_json(messages, schema, purpose=f"task_{step}:{ctx.task_name}")
+        try:
+            reply, usage = self.client.complete_json(messages, schema, purpose=f"task_{step}:{ctx.task_name}")
+        except LLMError as e:
+            self.usages.append(e.usage or Usage())  # tokens spent on a failed step are still spent
+            raise
         self.usages.append(usage)
         self._drafts.setdefault(ctx.task_name, {})[step] = reply
         return reply
@@ -77,13 +86,13 @@ class LLMGenerator:
         }
 
     def _draft(self, ctx: CreationContext, step: str) -> BaseModel:
-        return self._drafts[ctx.task_name][step]  # type: ignore[return-value]
+        return self._drafts[ctx.task_name][step]
 
     def _json(self, ctx: CreationContext, step: str) -> str:
         return json.dumps(self._draft(ctx, step).model_dump(mode="json"), ensure_ascii=False)
 
     def total_usage(self) -> Usage:
-        return sum_usage(self.usages)
+        return total_usage(self.usages)
 
     # --- the five steps ----------------------------------------------------------------------------------------
     def environment(self, ctx: CreationContext) -> EnvironmentDraft:

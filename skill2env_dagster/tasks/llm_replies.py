@@ -1,80 +1,128 @@
 """Wire schemas for the model-backed task generator: one reply model per creation step.
 
-Every file map is validated before anything is written: paths are relative POSIX paths inside the step's own
-folder (no absolute path, no `..`, no backslash, no reaching into another area of the task), and sizes are bounded.
-A reply that breaks these rules is a schema violation: the LLM client asks once for a repair and then fails the
-call with `llm_schema_violation`, so a bad reply can never write outside its step.
+The JSON schema of each reply model is the whole contract with the server: every rule we check is in it (path
+patterns, the areas a step may not write into, required entry files and their shebangs, file counts and sizes,
+the Dockerfile instruction allowlist, metric-name patterns and uniqueness, one-line rubric items), so a server with constrained decoding can only produce
+replies we accept. A rule JSON Schema cannot express would be listed in the model's `SEMANTIC_RULES` and sent
+with the schema and with every repair request; today there is none (tests/unit/test_reply_schemas.py draws
+random schema-valid replies and checks that every one validates).
+
+Validation runs before anything is written: a reply that breaks a rule is a schema violation, the client asks
+once for a repair and then fails the call with `llm_schema_violation`, so a bad reply never writes outside its
+step.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, StringConstraints, field_validator
+
+from skill2env_dagster.llm.schema import ReplyModel
 
 MAX_FILES = 40
 MAX_FILE_CHARS = 200_000
-_OTHER_AREAS = {"environment", "tests", "solution", "instruction.md", "task.toml"}
-_METRIC = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+# One path segment: starts with a letter, digit, `_` or `-` (or one dot and then one of those, for dot-files),
+# so `..`, absolute paths, `~`, backslashes and spaces cannot be expressed at all.
+_SEGMENT = r"\.?[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}"
+PATH_PATTERN = rf"^{_SEGMENT}(/{_SEGMENT}){{0,15}}$"
+# Top-level names a step may not write into: the other areas of the task (each step writes only its own folder).
+OTHER_AREAS = ("environment", "tests", "solution", "instruction.md", "task.toml")
+DOCKERFILE_INSTRUCTIONS = ("RUN", "COPY", "ENV", "WORKDIR", "USER", "ARG", "LABEL", "EXPOSE", "CMD", "ENTRYPOINT",
+                           "SHELL", "HEALTHCHECK", "STOPSIGNAL")
+DOCKERFILE_LINE = rf"^({'|'.join(DOCKERFILE_INSTRUCTIONS)}) [^\n\r]*$"
+METRIC_PATTERN = r"^[a-z][a-z0-9_]{0,47}$"
+# Entry scripts are executed directly, so the gates require a shebang: the schema says so up front.
+SCRIPTS = ("test.sh", "solve.sh", "wrong.sh")
+SHEBANG_PATTERN = "^#!"
+# A rubric item becomes one Markdown bullet: one line (no line break of any kind str.splitlines knows) with text.
+_NO_BREAK = r"[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"
+RUBRIC_ITEM = rf"^{_NO_BREAK}*\S{_NO_BREAK}*$"
+
+Metric = Annotated[str, StringConstraints(pattern=METRIC_PATTERN)]
+RubricItem = Annotated[str, StringConstraints(pattern=RUBRIC_ITEM, max_length=500)]
+DockerfileLine = Annotated[str, StringConstraints(pattern=DOCKERFILE_LINE)]
 
 
-def check_files(files: dict[str, str], own: str, required: tuple[str, ...] = ()) -> dict[str, str]:
+def _areas_pattern(forbidden: tuple[str, ...]) -> str:
+    return "^(" + "|".join(re.escape(a) for a in forbidden) + ")(/|$)"
+
+
+def file_map_schema(own: str, required: tuple[str, ...] = (), forbidden: tuple[str, ...] = OTHER_AREAS,
+                    scripts: tuple[str, ...] = (), description: str = "") -> dict[str, Any]:
+    """The JSON schema of a step's file map (path relative to `own`/ -> text), exactly what `check_files` checks."""
+    text = {"type": "string", "maxLength": MAX_FILE_CHARS}
+    script = {**text, "pattern": SHEBANG_PATTERN}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "description": description,
+        "maxProperties": MAX_FILES,
+        "propertyNames": {"pattern": PATH_PATTERN, "not": {"pattern": _areas_pattern(forbidden)}},
+        "additionalProperties": text,
+    }
+    named = {name: script if name in SCRIPTS else text for name in required}
+    named.update({name: script for name in scripts})
+    if named:
+        schema["properties"] = named
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def check_files(files: dict[str, str], own: str, required: tuple[str, ...] = (),
+                forbidden: tuple[str, ...] = OTHER_AREAS, scripts: tuple[str, ...] = ()) -> dict[str, str]:
     """Validate a step's file map (paths relative to its folder `own`); raise ValueError naming the problem."""
     if len(files) > MAX_FILES:
         raise ValueError(f"{len(files)} files; at most {MAX_FILES}")
+    areas = re.compile(_areas_pattern(forbidden))
+    executed = set(scripts) | {r for r in required if r in SCRIPTS}
     for rel, text in files.items():
-        path = PurePosixPath(rel)
-        if not rel or "\\" in rel or path.is_absolute() or ".." in path.parts or rel.startswith("~"):
-            raise ValueError(f"unsafe path {rel!r}: use a relative path inside {own}/")
-        if path.parts[0] in _OTHER_AREAS:
-            raise ValueError(f"path {rel!r} reaches into {path.parts[0]!r}; this step writes only inside {own}/")
+        if not re.fullmatch(PATH_PATTERN, rel):
+            raise ValueError(f"unsafe path {rel!r}: use a relative path inside {own}/ whose parts match "
+                             f"{_SEGMENT} (no '..', no leading '/', no spaces)")
+        if areas.match(rel):
+            raise ValueError(f"path {rel!r} reaches into {rel.split('/')[0]!r}; this step writes only inside {own}/")
         if len(text) > MAX_FILE_CHARS:
             raise ValueError(f"{rel!r} is longer than {MAX_FILE_CHARS} characters")
+        if rel in executed and not text.startswith("#!"):
+            raise ValueError(f"{own}/{rel} must start with a shebang line (#!/bin/bash): it is executed directly")
     missing = [r for r in required if r not in files]
     if missing:
         raise ValueError(f"missing required file(s) {missing} in {own}/")
     return files
 
 
-class EnvironmentReply(BaseModel):
+_ENV_FORBIDDEN = (*OTHER_AREAS, "Dockerfile")
+
+
+class EnvironmentReply(ReplyModel):
     """environment/: fixtures and stand-ins; the Dockerfile's FROM is ours (the pinned base image)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    image: Literal["minimal", "python"] = Field(description="minimal: bash, coreutils, grep, sed, mawk; python: +python3.")
-    dockerfile_lines: list[str] = Field(max_length=30, description="Lines after FROM and WORKDIR /app, e.g. COPY app/ /app/.")
-    files: dict[str, str] = Field(description="Path relative to environment/ -> file text (no Dockerfile).")
-
-    @field_validator("dockerfile_lines")
-    @classmethod
-    def _no_from(cls, lines: list[str]) -> list[str]:
-        for line in lines:
-            word = line.strip().split(" ", 1)[0].upper()
-            if word in ("FROM", "ADD") or "\n" in line:
-                raise ValueError(f"dockerfile line {line[:60]!r} not allowed (no FROM/ADD, one instruction per line)")
-        return lines
+    image: Literal["minimal", "python"] = Field(
+        description="minimal: bash, coreutils, grep, sed, mawk; python: +python3.")
+    dockerfile_lines: list[DockerfileLine] = Field(
+        max_length=30, description="Lines after FROM and WORKDIR /app, one instruction each with its upper-case "
+        "keyword, e.g. COPY app/ /app/ (no FROM, no ADD).")
+    files: dict[str, str] = Field(json_schema_extra=file_map_schema(
+        "environment", forbidden=_ENV_FORBIDDEN,
+        description="Path relative to environment/ -> file text (no Dockerfile)."))
 
     @field_validator("files")
     @classmethod
     def _files(cls, files: dict[str, str]) -> dict[str, str]:
-        if "Dockerfile" in files:
-            raise ValueError("do not write environment/Dockerfile; give dockerfile_lines instead")
-        return check_files(files, "environment")
+        return check_files(files, "environment", forbidden=_ENV_FORBIDDEN)
 
 
-class InstructionReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class InstructionReply(ReplyModel):
     instruction: str = Field(min_length=80, max_length=6000, description="instruction.md: 2-3 short paragraphs.")
 
 
-class VerifierReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    files: dict[str, str] = Field(description="Path relative to tests/ -> text; must include test.sh.")
-    metrics: list[str] = Field(min_length=2, max_length=6, description="Metric names test.sh writes to reward.json.")
+class VerifierReply(ReplyModel):
+    files: dict[str, str] = Field(json_schema_extra=file_map_schema(
+        "tests", required=("test.sh",), description="Path relative to tests/ -> text; must include test.sh."))
+    metrics: list[Metric] = Field(min_length=2, max_length=6, json_schema_extra={"uniqueItems": True},
+                                  description="Unique snake_case metric names test.sh writes to reward.json.")
 
     @field_validator("files")
     @classmethod
@@ -84,26 +132,23 @@ class VerifierReply(BaseModel):
     @field_validator("metrics")
     @classmethod
     def _metrics(cls, metrics: list[str]) -> list[str]:
-        bad = [m for m in metrics if not _METRIC.match(m)]
-        if bad or len(set(metrics)) != len(metrics):
-            raise ValueError(f"metric names must be unique snake_case labels (bad: {bad})")
+        if len(set(metrics)) != len(metrics):
+            raise ValueError(f"metric names must be unique (got {metrics})")
         return metrics
 
 
-class RubricReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    must_do: list[str] = Field(min_length=1, max_length=3)
-    must_avoid: list[str] = Field(min_length=1, max_length=3)
-    best_practice: list[str] = Field(min_length=1, max_length=3)
+class RubricReply(ReplyModel):
+    must_do: list[RubricItem] = Field(min_length=1, max_length=3, description="One line each.")
+    must_avoid: list[RubricItem] = Field(min_length=1, max_length=3, description="One line each.")
+    best_practice: list[RubricItem] = Field(min_length=1, max_length=3, description="One line each.")
 
 
-class SolutionReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    files: dict[str, str] = Field(description="Path relative to solution/ -> text; solve.sh, optional wrong.sh.")
+class SolutionReply(ReplyModel):
+    files: dict[str, str] = Field(json_schema_extra=file_map_schema(
+        "solution", required=("solve.sh",), scripts=("wrong.sh",),
+        description="Path relative to solution/ -> text; solve.sh, optional wrong.sh."))
 
     @field_validator("files")
     @classmethod
     def _files(cls, files: dict[str, str]) -> dict[str, str]:
-        return check_files(files, "solution", required=("solve.sh",))
+        return check_files(files, "solution", required=("solve.sh",), scripts=("wrong.sh",))

@@ -9,6 +9,8 @@ to the retained or the rejected area in one rename.
 from __future__ import annotations
 
 import logging
+import shutil
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,10 +21,10 @@ from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.models.task import Axes, TaskBundle, TaskBundleSet
+from skill2env_dagster.models.task import Axes, TaskBundle, TaskBundleSet, TaskStatus
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import AgentTable, EnvironmentTable, TaskInfo, TaskToml, VerifierTable
-from skill2env_dagster.reasons import LLMError, ReasonCode, Skill2EnvError
+from skill2env_dagster.reasons import LLM_ENDPOINT_CODES, LLMError, ReasonCode, Skill2EnvError, is_retryable
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.builder import TaskBuilder
 from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, TaskGenerator, make_context
@@ -78,7 +80,8 @@ def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator)
     )
 
 
-def build_candidate(builder: TaskBuilder, ctx: CreationContext, gen: TaskGenerator) -> tuple[EnvironmentDraft, list[str]]:
+def build_candidate(builder: TaskBuilder, ctx: CreationContext,
+                    gen: TaskGenerator) -> tuple[EnvironmentDraft, list[str]]:
     """The six creator steps, in order."""
     env = gen.environment(ctx)
     builder.environment(env.files)
@@ -113,30 +116,49 @@ def gate_and_repair(builder: TaskBuilder, ctx: CreationContext, gen: TaskGenerat
 
 def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, gate: GateFn,
                 settings: CreationSettings) -> tuple[TaskBundle, GateReport | None]:
-    """One candidate end to end; creator and gate failures become a rejected bundle, never an exception."""
+    """One candidate end to end. Every failure — a creator contract, a gate, a failed model call, even a bug —
+    becomes this candidate's recorded status and reason, never an exception that stops its siblings; the staging
+    folder is gone afterwards whatever happened."""
     staging = staging_dir(store, ctx.skill.skill_id, ctx.task_name)
     builder = TaskBuilder(staging)
-    env, metrics, report, attempts = None, [], None, 0
+    env: EnvironmentDraft | None = None
+    metrics: list[str] = []
+    report: GateReport | None = None
+    attempts = 0
     reasons: list[ReasonCode] = []
     evidence: list[str] = []
     try:
-        env, metrics = build_candidate(builder, ctx, gen)
-        report, attempts = gate_and_repair(builder, ctx, gen, gate, settings.max_repairs)
-        builder.check_frozen()
-        if report.verdict is not GateVerdict.RETAINED:
-            reasons = [report.reason or ReasonCode.INTERNAL_ERROR]
-            evidence = [f"{c.name}: {c.evidence}"[:500] for c in report.checks if c.verdict is not CheckVerdict.PASS]
-    except LLMError:
-        raise  # the model failed, not the candidate: the caller fails the whole partition with this reason
-    except Skill2EnvError as e:
-        reasons, evidence = [e.reason], [str(e)[:500]]
-    status = "retained" if not reasons else ("error" if report and report.verdict is GateVerdict.INFRA_FAILED
-                                             else "rejected")
-    size = builder.size_bytes()
-    path = publish(store, staging, ctx.skill.skill_id, ctx.task_name, status == "retained",
-                   [r.value for r in reasons], evidence, report)
+        try:
+            env, metrics = build_candidate(builder, ctx, gen)
+            report, attempts = gate_and_repair(builder, ctx, gen, gate, settings.max_repairs)
+            builder.check_frozen()
+            if report.verdict is not GateVerdict.RETAINED:
+                reasons = [report.reason or ReasonCode.INTERNAL_ERROR]
+                evidence = [f"{c.name}: {c.evidence}"[:500] for c in report.checks
+                            if c.verdict is not CheckVerdict.PASS]
+        except Skill2EnvError as e:  # creator contract, gate set-up, or a model call that failed (LLMError)
+            reasons, evidence = [e.reason], [str(e)[:500]]
+        except Exception as e:  # a bug must not cost the other candidates their work; the log has the traceback
+            log.exception("task skill=%s task=%s crashed", ctx.skill.skill_id, ctx.task_name)
+            reasons, evidence = [ReasonCode.INTERNAL_ERROR], [f"{type(e).__name__}: {e}"[:500]]
+        status = _status(reasons, report)
+        size = builder.size_bytes()
+        path = publish(store, staging, ctx.skill.skill_id, ctx.task_name, status == "retained",
+                       [r.value for r in reasons], evidence, report)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     log.info("task skill=%s task=%s status=%s reasons=%s", ctx.skill.skill_id, ctx.task_name, status, reasons)
     return _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report), report
+
+
+def _status(reasons: list[ReasonCode], report: GateReport | None) -> TaskStatus:
+    """retained; error when the machine or the endpoint failed (not a verdict on the candidate); else rejected."""
+    if not reasons:
+        return "retained"
+    if (report is not None and report.verdict is GateVerdict.INFRA_FAILED) or any(
+            is_retryable(r) or r is ReasonCode.LLM_MISCONFIGURED for r in reasons):
+        return "error"
+    return "rejected"
 
 
 def _read(path: Path) -> str:
@@ -184,4 +206,21 @@ def create_tasks_for_skill(store: ArtifactStore, skill: SkillRecord, plans: Work
             reports[bundle.task_name] = report
     if not result.bundles:
         result.skipped_reason = ReasonCode.NOT_ELIGIBLE
+    result.usage = gen.total_usage()
+    _raise_if_endpoint_failed(result)
     return result, reports
+
+
+def _raise_if_endpoint_failed(result: TaskBundleSet) -> None:
+    """When no candidate got a verdict because the model endpoint failed for all of them, the skill's stage
+    failed (so the run fails with the reason and run retries may apply): raise, carrying the usage spent."""
+    errors = [b for b in result.bundles if b.status == "error"]
+    if not result.bundles or len(errors) < len(result.bundles):
+        return
+    llm = [r for b in errors for r in b.reasons if r in LLM_ENDPOINT_CODES]
+    if len(llm) < len(errors):
+        return
+    reason = Counter(llm).most_common(1)[0][0]
+    first = next(b for b in errors if reason in b.reasons)
+    raise LLMError(reason, f"all {len(errors)} candidate(s) failed on the model endpoint; first: "
+                   f"{first.evidence[0] if first.evidence else reason.value}", usage=result.usage)

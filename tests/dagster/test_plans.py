@@ -10,11 +10,12 @@ import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.loader import LoadingContextForTest
 
-from skill2env_dagster.artifacts import AXES, PLANS, SKILLS_PARTITION, SNAPSHOT
+from skill2env_dagster.artifacts import AXES, FAILURES, PLANS, SKILLS_PARTITION, SNAPSHOT
 from skill2env_dagster.assets.plans import build_plan_assets
 from skill2env_dagster.llm.prompts import PACKAGE_PROMPTS
 from skill2env_dagster.models.axes import AxisSampleSet
 from skill2env_dagster.models.plan import WorkflowPlanSet
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore
@@ -79,12 +80,15 @@ def test_llm_failure_fails_only_its_partition_and_cache_avoids_http(env, tmp_pat
     assets = build_plan_assets()
     with FakeOpenAI(canned_plan) as srv:
         llm = LLMResource(base_url=srv.base_url, model="m", api_key="sk-secret-x", max_retries=1, timeout=5,
-                          cache_dir=str(tmp_path / "cache"), prices={"m": {"input_per_mtok": 3.0}})
+                          cache_dir=str(tmp_path / "cache"), input_usd_per_mtok=3.0, output_usd_per_mtok=0.0)
         srv.enqueue(server_error(), server_error())
         bad = _run(assets, KEYS[0], instance, artifacts, llm)
         assert not bad.success and not store.exists(PLANS, KEYS[0])
         failure = next(e for e in bad.all_events if e.event_type_value == "STEP_FAILURE")
         assert "llm_unavailable" in str(failure.event_specific_data.error.message)
+        record = store.load(FAILURES, KEYS[0]).stages["workflow_plans"]  # what the export and the funnel read
+        assert record.reason is ReasonCode.LLM_UNAVAILABLE and record.usage.failed_calls == 2
+        assert srv.base_url in record.message and record.generator == "llm"
         good = _run(assets, KEYS[1], instance, artifacts, llm)
         assert good.success
         meta = _meta(good, "workflow_plans")
@@ -97,6 +101,8 @@ def test_llm_failure_fails_only_its_partition_and_cache_avoids_http(env, tmp_pat
         dv = [r.asset_materializations_for_node("workflow_plans")[0].tags["dagster/data_version"]
               for r in (good, cached)]
         assert dv[0] == dv[1]
+        assert _run(assets, KEYS[0], instance, artifacts, llm).success
+        assert not store.exists(FAILURES, KEYS[0])  # the stage succeeded: its failure record is history
     for f in (tmp_path / "artifacts").rglob("*.json"):
         assert "sk-secret-x" not in f.read_text()
 

@@ -1,6 +1,6 @@
-"""task_bundles in-process with a model configured: a schema-violating step reply fails only that partition, with
-the reason code in the failure metadata; the generator follows the LLM resource; the code_version carries the
-task prompts' hash."""
+"""task_bundles in-process with a model configured: schema-violating replies become recorded rejections (the
+partition succeeds, usage is reported); a misconfigured endpoint fails the partition once with the reason and a
+failure record; the generator follows the LLM resource; the code_version carries the task prompts' hash."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import json
 import dagster as dg
 import pytest
 
+from skill2env_dagster.artifacts import AXES, FAILURES, PLANS, SKILLS_PARTITION, SNAPSHOT, TASKS
 from skill2env_dagster.assets import tasks as task_assets
-from skill2env_dagster.artifacts import AXES, PLANS, SKILLS_PARTITION, SNAPSHOT, TASKS
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource, env_fingerprint
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.generator import OfflineGenerator
-from skill2env_dagster.tasks.llm_generator import LLMGenerator, task_prompts_version
+from skill2env_dagster.tasks.llm_generator import LLMGenerator
 from tests.support.fake_openai import FakeOpenAI, schema_violation
 from tests.unit.task_helpers import plans_and_axes, skill_from_dir
 from tests.unit.task_llm_support import StepResponder
@@ -26,30 +27,63 @@ PINS = {"minimal": "127.0.0.1:5000/s2e-minimal@sha256:" + "a" * 64,
         "python": "127.0.0.1:5000/s2e-python@sha256:" + "b" * 64}
 
 
-def test_schema_violation_fails_the_partition_with_its_reason(examples_dir, tmp_path):
+@pytest.fixture
+def planned(examples_dir, tmp_path):
     skill = skill_from_dir(examples_dir / "log-triage-awk")
     plans, axes = plans_and_axes(skill)
     store = ArtifactStore(tmp_path / "artifacts")
     store.save(SNAPSHOT, skill.skill_id, skill)
     store.save(PLANS, skill.skill_id, plans)
-    store.save(AXES, skill.skill_id, axes)
+    store.save(AXES, skill.skill_id, axes.model_copy(update={"samples": axes.samples[:2]}))
     (tmp_path / "state").mkdir()
     (tmp_path / "state" / "base-images.json").write_text(json.dumps(PINS))
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(SKILLS_PARTITION, [skill.skill_id])
+    return skill, store, instance
+
+
+def _materialize(tmp_path, skill, instance, llm):
+    return dg.materialize(
+        [task_assets.task_bundles], partition_key=skill.skill_id, instance=instance, raise_on_error=False,
+        resources={"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
+                   "docker": DockerResource(state_dir=str(tmp_path / "state")), "llm": llm})
+
+
+def test_schema_violations_are_recorded_rejections_and_the_partition_succeeds(planned, tmp_path):
+    skill, store, instance = planned
     with FakeOpenAI(StepResponder()) as srv:
-        srv.enqueue(schema_violation(), schema_violation())
-        result = dg.materialize(
-            [task_assets.task_bundles], partition_key=skill.skill_id, instance=instance, raise_on_error=False,
-            resources={"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-                       "docker": DockerResource(state_dir=str(tmp_path / "state")),
-                       "llm": LLMResource(base_url=srv.base_url, model="fake-model", cache_dir="")})
-    assert not result.success
+        srv.enqueue(*[schema_violation()] * 4)  # both candidates: the environment reply and its repair
+        result = _materialize(tmp_path, skill, instance,
+                              LLMResource(base_url=srv.base_url, model="fake-model", cache_dir=""))
+        served = (srv.prompt_tokens, srv.completion_tokens)
+    assert result.success
+    bundles = store.load(TASKS, skill.skill_id)
+    assert [b.status for b in bundles.bundles] == ["rejected", "rejected"]
+    assert all(b.reasons == [ReasonCode.LLM_SCHEMA_VIOLATION] for b in bundles.bundles)
+    assert "EnvironmentReply" in bundles.bundles[0].evidence[0]
+    assert (bundles.usage.prompt_tokens, bundles.usage.completion_tokens) == served
+    meta = result.asset_materializations_for_node("task_bundles")[0].metadata
+    assert meta["rejected_by_reason"].value == {"llm_schema_violation": 2} and meta["retained"].value == 0
+    assert meta["cost_usd"].value == "unknown" and meta["llm_calls"].value == 4
+    assert not any((tmp_path / "artifacts" / ".staging").rglob("*.*"))
+    assert not store.exists(FAILURES, skill.skill_id)
+
+
+def test_endpoint_failure_fails_the_partition_once_and_records_why(planned, tmp_path):
+    skill, store, instance = planned
+    with FakeOpenAI(StepResponder(), api_key="right-key") as srv:
+        result = _materialize(tmp_path, skill, instance, LLMResource(base_url=srv.base_url, model="fake-model",
+                                                                     api_key="wrong-key", cache_dir=""))
+        requests = srv.count
+    assert not result.success and requests == 1  # reported once: the sibling candidate sent nothing
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     info = failure.step_failure_data.user_failure_data
-    assert info.metadata["reason"].value == "llm_schema_violation"
-    assert "EnvironmentReply" in info.description
+    assert info.metadata["reason"].value == "llm_misconfigured" and "S2E_LLM_API_KEY" in info.description
     assert not store.exists(TASKS, skill.skill_id)
+    record = store.load(FAILURES, skill.skill_id).stages["task_bundles"]
+    assert record.reason is ReasonCode.LLM_MISCONFIGURED and record.usage.failed_calls == 1
+    assert all("wrong-key" not in f.read_text() for f in (tmp_path / "artifacts").rglob("*.json"))
+    assert not any((tmp_path / "artifacts" / ".staging").rglob("*.*"))
 
 
 def test_generator_follows_the_llm_resource():

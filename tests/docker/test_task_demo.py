@@ -20,8 +20,9 @@ def test_demo_exports_tasks_that_pass_gates(docker_client, tmp_path, monkeypatch
     code = main(["demo", "--out", str(out), "--skip-docker-up", "--max-variants", "2",
                  "--only", "examples__log-triage-awk", "examples__inventory-api-client", "examples__pirate-persona"])
     text = capsys.readouterr().out
-    funnel = json.loads(text[text.index('{\n  "skills_crawled"'):])
-    assert code == 0
+    funnel = json.loads(text[text.index('{\n  "generator"'):])
+    assert code == 0 and funnel["generator"].startswith("offline") and funnel["generators"] == {"offline": 2}
+    assert funnel["llm_usage"]["calls"] == 0 and funnel["llm_usage"]["cost_usd"] == 0.0
     # The funnel counts the whole crawl (all example skills), while --only restricts what is planned and built.
     assert funnel["skills_crawled"] >= 20 and funnel["screened_out_by_reason"]["persona_only"] >= 1
     assert funnel["planned"] == 2 and funnel["created"] == 4

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.support.random_replies import request_schema
+
 READINGS = "sensor,value,status\nalpha,4,ok\nbeta,7,ok\nalpha,5,void\nbeta,1,ok\ngamma,9,void\nalpha,2,ok\n"
 EXPECTED = "alpha,6\nbeta,8\n"
 
@@ -51,8 +53,12 @@ REPLIES: dict[str, dict[str, Any]] = {
 
 
 def schema_name(body: dict[str, Any]) -> str:
+    """The reply model a request asks for: the json_schema format's name, or (JSON mode) the one the schema
+    instruction names."""
     fmt = body.get("response_format") or {}
-    return (fmt.get("json_schema") or {}).get("name", "")
+    if fmt.get("type") == "json_schema":
+        return (fmt.get("json_schema") or {}).get("name", "")
+    return str(request_schema(body).get("title", ""))
 
 
 class StepResponder:

@@ -14,6 +14,7 @@ from skill2env_dagster.export import CorpusInputs, corpus_stats, export_corpus, 
 from skill2env_dagster.export.tables import SCHEMAS, build_tables
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
 from skill2env_dagster.models.export import DecontamConfig, ExportManifest
+from skill2env_dagster.models.failure import SkillFailures, StageFailure
 from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.plan import AxisCombo, Criteria, MetaPlan, Usage, Workflow, WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord, SkillStatus
@@ -204,3 +205,41 @@ def test_load_inputs_reads_the_artifact_store(corpus, tmp_path: Path) -> None:
     assert [s.skill_id for s in loaded.skills] == ["alpha", "beta", "gamma"]
     assert len(loaded.retained()) == 2 and loaded.probe == inputs.probe and loaded.plans == []
     assert build_tables(loaded)["plans"].num_rows == 0
+
+
+def _failed(sid: str, stage: str, reason: ReasonCode, usage: Usage) -> SkillFailures:
+    return SkillFailures(skill_id=sid, stages={stage: StageFailure(
+        stage=stage, reason=reason, message=f"{stage} failed: check S2E_LLM_API_KEY", generator="llm", model="m",
+        usage=usage, failed_at="2026-01-01T00:00:00+00:00")})
+
+
+def test_failed_stages_and_their_usage_are_in_the_tables_stats_and_duckdb(corpus, tmp_path: Path) -> None:
+    """A skill that failed at a stage shows that stage and reason; its spent tokens count; an unpriced call makes
+    the cost unknown everywhere (NULL in parquet and DuckDB, None in the stats), never a partial sum or $0."""
+    inputs, _ = corpus
+    inputs.skills.append(skill("delta", "devops"))
+    inputs.failures = [_failed("delta", "workflow_plans", ReasonCode.LLM_MISCONFIGURED,
+                               Usage(failed_calls=1)),
+                       _failed("beta", "task_bundles", ReasonCode.LLM_UNAVAILABLE,
+                               Usage(calls=1, failed_calls=4, prompt_tokens=700, completion_tokens=30, cost_usd=None))]
+    result = export_corpus(inputs, tmp_path / "out")
+    skills = {r["skill_id"]: r for r in pq.read_table(tmp_path / "out" / "tables" / "skills.parquet").to_pylist()}
+    assert (skills["delta"]["failed_stage"], skills["delta"]["failure_reason"]) == ("workflow_plans",
+                                                                                    "llm_misconfigured")
+    assert "S2E_LLM_API_KEY" in skills["delta"]["failure_message"] and skills["alpha"]["failed_stage"] is None
+    usage = pq.read_table(tmp_path / "out" / "tables" / "usage.parquet").to_pylist()
+    failed = [r for r in usage if r["status"] == "failed"]
+    assert {(r["skill_id"], r["stage"], r["failed_calls"]) for r in failed} == {
+        ("delta", "workflow_plans", 1), ("beta", "task_bundles", 4)}
+    s = result.stats
+    assert s.stage_failures == {"task_bundles": {"llm_unavailable": 1}, "workflow_plans": {"llm_misconfigured": 1}}
+    assert s.failure_examples["llm_misconfigured"] == "workflow_plans failed: check S2E_LLM_API_KEY"
+    assert s.generators == {"llm": 3, "offline": 2}  # llm plans (alpha, beta, delta failed), offline tasks
+    assert s.cost.cost_usd is None and s.cost.cost_usd_per_retained_task is None
+    assert s.cost.prompt_tokens == 1000 * 2 + 2000 + 700 and s.cost.failed_calls == 5
+    con = duckdb.connect(str(tmp_path / "out" / "corpus.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT cost_usd, cost_usd_per_task FROM cost_per_retained_task").fetchone() == (None,
+                                                                                                           None)
+    finally:
+        con.close()

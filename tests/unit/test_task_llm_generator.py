@@ -9,11 +9,12 @@ import shutil
 import pytest
 from pydantic import ValidationError
 
+from skill2env_dagster.artifacts import STAGING
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.gates.static_checks import run_static_checks
 from skill2env_dagster.llm import LLMClient, LLMConfig
 from skill2env_dagster.llm.prompts import PACKAGE_PROMPTS
-from skill2env_dagster.models.gate import CheckVerdict
+from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import LLMError, ReasonCode
 from skill2env_dagster.store import ArtifactStore
@@ -41,6 +42,10 @@ def skill_plans(examples_dir):
 def _gen(srv: FakeOpenAI) -> LLMGenerator:
     client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake-model", cache_dir=""))
     return LLMGenerator(client, "fake-model", task_prompts_version({"model": "fake-model"}))
+
+
+def _passing_report() -> GateReport:
+    return GateReport(task="t", verdict=GateVerdict.RETAINED)
 
 
 def _ctx(skill, plans, axes):
@@ -116,7 +121,7 @@ def test_step_replies_need_their_entry_files_and_label_metrics():
         SolutionReply.model_validate({"files": {"solve.sh": "x", "../../tests/test.sh": "x"}})
 
 
-def test_unsafe_reply_fails_the_skill_with_schema_violation(skill_plans, tmp_path):
+def test_unsafe_reply_fails_its_candidate_only_and_writes_nothing_outside(skill_plans, tmp_path):
     skill, plans, axes = skill_plans
     bad = dict(REPLIES, EnvironmentReply={"image": "minimal", "dockerfile_lines": [],
                                           "files": {"../../outside.txt": "pwned"}})
@@ -124,22 +129,44 @@ def test_unsafe_reply_fails_the_skill_with_schema_violation(skill_plans, tmp_pat
     def no_gate(_path):
         raise AssertionError("a failed creator step must never reach the gates")
 
+    store = ArtifactStore(tmp_path / "store")
     with FakeOpenAI(StepResponder(bad)) as srv:
-        with pytest.raises(LLMError) as err:
-            create_tasks_for_skill(ArtifactStore(tmp_path / "store"), skill, plans, axes, _gen(srv), no_gate, PINS)
-    assert err.value.reason is ReasonCode.LLM_SCHEMA_VIOLATION and "outside" in str(err.value)
-    assert not list(tmp_path.rglob("outside.txt"))
+        gen = _gen(srv)
+        result, reports = create_tasks_for_skill(store, skill, plans, axes, gen, no_gate, PINS)
+    (b,) = result.bundles
+    assert b.status == "rejected" and b.reasons == [ReasonCode.LLM_SCHEMA_VIOLATION] and not reports
+    assert "outside" in b.evidence[0] and not list(tmp_path.rglob("outside.txt"))
+    assert result.usage == gen.total_usage() and result.usage.calls == 2  # the reply and its repair, both spent
+    assert not any(store.dir(STAGING).rglob("*.*"))
 
 
-def test_schema_violating_step_reply_fails_with_reason(skill_plans, tmp_path):
-    skill, plans, axes = skill_plans
+def test_a_failed_candidate_never_stops_its_siblings(skill_plans, tmp_path):
+    """The first candidate's model calls keep failing the schema; the second is built and reaches the gates."""
+    skill, plans, _ = skill_plans
+    _, axes = plans_and_axes(skill)
+    axes = axes.model_copy(update={"samples": axes.samples[:2]})
+    gated = []
     with FakeOpenAI(StepResponder()) as srv:
         srv.enqueue(schema_violation(), schema_violation())
-        with pytest.raises(LLMError) as err:
-            create_tasks_for_skill(ArtifactStore(tmp_path / "store"), skill, plans, axes, _gen(srv),
-                                   lambda p: None, PINS)
-    assert err.value.reason is ReasonCode.LLM_SCHEMA_VIOLATION
-    assert "EnvironmentReply" in str(err.value)
+        result, _ = create_tasks_for_skill(ArtifactStore(tmp_path / "store"), skill, plans, axes, _gen(srv),
+                                           lambda p: gated.append(p) or _passing_report(), PINS)
+    first, second = result.bundles
+    assert first.status == "rejected" and first.reasons == [ReasonCode.LLM_SCHEMA_VIOLATION]
+    assert "EnvironmentReply" in first.evidence[0]
+    assert second.status == "retained" and len(gated) == 1
+
+
+def test_endpoint_down_for_every_candidate_fails_the_skill_with_usage(skill_plans, tmp_path):
+    skill, plans, axes = skill_plans
+    cfg = LLMConfig(base_url="http://127.0.0.1:9/v1", model="fake-model", cache_dir="", max_retries=1,
+                    backoff_base=0.0)
+    gen = LLMGenerator(LLMClient(cfg, sleep=lambda s: None), "fake-model", "pv")
+    store = ArtifactStore(tmp_path / "store")
+    with pytest.raises(LLMError) as err:
+        create_tasks_for_skill(store, skill, plans, axes, gen, lambda p: None, PINS)
+    assert err.value.reason is ReasonCode.LLM_UNAVAILABLE and "127.0.0.1:9" in str(err.value)
+    assert err.value.usage is not None and err.value.usage.failed_calls == 2
+    assert not any(store.dir(STAGING).rglob("*.*"))
 
 
 def test_editing_a_task_prompt_changes_the_version(tmp_path):
