@@ -41,7 +41,7 @@ def _settings(args: argparse.Namespace) -> GateSettings:
         fields["approved_registries"] = tuple(args.approved_registry)
     if args.threshold is not None:
         fields["shortcut_threshold"] = args.threshold
-    return GateSettings(**fields)
+    return GateSettings.model_validate(fields)
 
 
 def _pin(tasks: list[Path], settings: GateSettings) -> None:

@@ -8,18 +8,20 @@ are tracked while alive so that Ctrl-C can kill them all; `Trial` always removes
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import tarfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 import docker.errors
 from docker.models.containers import Container
+from docker.types import LogConfig
 
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.reasons import InfraError, ReasonCode
@@ -78,10 +80,8 @@ def kill_all_live(client: docker.DockerClient) -> None:
     with _LIVE_LOCK:
         ids = list(_LIVE)
     for cid in ids:
-        try:
+        with contextlib.suppress(docker.errors.APIError):
             client.api.kill(cid)
-        except docker.errors.APIError:
-            pass
 
 
 def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -100,6 +100,13 @@ def tar_dir(src: Path, dest_name: str) -> bytes:
     return buf.getvalue()
 
 
+def _bytes(out: bytes | Iterator[bytes] | None) -> bytes:
+    """exec_run gives bytes when not streaming; the SDK's type also allows an iterator."""
+    if out is None or isinstance(out, bytes):
+        return out or b""
+    return b"".join(out)
+
+
 def _is_gone(e: docker.errors.APIError) -> bool:
     """409 'is not running' / 404: the container stopped or was removed, not an engine failure."""
     return isinstance(e, docker.errors.NotFound) or e.status_code == 409 or "is not running" in str(e)
@@ -113,6 +120,7 @@ class Trial:
         self.client, self.image, self.settings, self.workdir = client, image, settings, workdir
         self.env = dict(env or {})
         self.container: Container | None = None
+        self.cid = ""
         self.keeper = ""
         self.preexisting: list[str] = []  # grading paths the image already contained (it must contain none)
 
@@ -131,17 +139,19 @@ class Trial:
             memswap_limit=f"{s.memory_mb}m",
             nano_cpus=int(s.cpus * 1e9),
             tmpfs={"/tmp": f"size={s.tmp_mb}m", "/logs": f"size={s.logs_mb}m"},
-            log_config={"type": "json-file", "config": {"max-size": "1m", "max-file": "1"}},
+            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
             labels={LABEL: s.run_id},
             working_dir=self.workdir or None,
             environment=self.env or None,
             detach=True,
         )
+        self.cid = str(self.container.id)
         with _LIVE_LOCK:
-            _LIVE.add(self.container.id)
+            _LIVE.add(self.cid)
         try:
             self.container.start()
-            code, out = self.container.exec_run(["sh", "-c", _SETUP])
+            code, raw = self.container.exec_run(["sh", "-c", _SETUP])
+            out = _bytes(raw)
             words = out.decode(errors="replace").split()
             if code != 0 or not words:
                 raise InfraError(ReasonCode.INTERNAL_ERROR, f"container setup failed: {out[-300:]!r}")
@@ -159,10 +169,10 @@ class Trial:
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as e:
-            log.warning("could not remove container %s: %s", self.container.id[:12], e)
+            log.warning("could not remove container %s: %s", self.cid[:12], e)
         finally:
             with _LIVE_LOCK:
-                _LIVE.discard(self.container.id)
+                _LIVE.discard(self.cid)
 
     @property
     def box(self) -> Container:
@@ -178,10 +188,8 @@ class Trial:
         return self.box.status == "running"
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(docker.errors.APIError):
             self.box.kill()
-        except docker.errors.APIError:
-            pass
 
     def put_tar(self, data: bytes, dest: str = "/") -> None:
         if not self.box.put_archive(dest, data):
@@ -209,8 +217,9 @@ class Trial:
         timer.start()
         out, code, died = b"", None, False
         try:
-            code, out = self.box.exec_run(["/bin/sh", "-c", body, "s2e", *args],
+            code, raw = self.box.exec_run(["/bin/sh", "-c", body, "s2e", *args],
                                           environment={"KEEPER": self.keeper, **(env or {})})
+            out = _bytes(raw)
         except docker.errors.APIError as e:
             if not fired.is_set() and not _is_gone(e):
                 raise

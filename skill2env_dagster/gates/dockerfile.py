@@ -154,7 +154,9 @@ def _pin_ref(image: str, approved: tuple[str, ...] | list[str]) -> tuple[str, st
     return f"{registry}/{path}@{digest}", digest
 
 
-def pin_dockerfile(task_dir: Path | str, approved_registries: tuple[str, ...] | list[str] = DEFAULT_APPROVED) -> dict[str, str]:
+def pin_dockerfile(
+    task_dir: Path | str, approved_registries: tuple[str, ...] | list[str] = DEFAULT_APPROVED
+) -> dict[str, str]:
     """Rewrite every base FROM to `registry/name@sha256:…` and record `{original ref: digest}` in task.toml
     (replacing what was recorded, so the record matches the FROM lines).
 

@@ -326,7 +326,7 @@ def op_swap(doc: Doc) -> Doc | None:
         pair = _swap_pair(recs[i], recs[i + 1], doc.shape)
         if pair is None:
             continue
-        new = replace(doc, records=tuple([*recs[:i], pair[0], pair[1], *recs[i + 2:]]))
+        new = replace(doc, records=(*recs[:i], pair[0], pair[1], *recs[i + 2:]))
         if not same_records(new, doc):
             return new
     return None

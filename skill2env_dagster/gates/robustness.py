@@ -23,13 +23,12 @@ import docker.errors
 
 from skill2env_dagster.gates.container import MAX_READ, REAP, tar_dir
 from skill2env_dagster.gates.mutants import Family, Mutant, MutantSet, as_good_as, derive, judge, mean
-from skill2env_dagster.gates.outputs import OutputFile, OutputPlan, OutputUnit, plan_outputs
+from skill2env_dagster.gates.outputs import OutputFile, OutputPlan, OutputUnit
 from skill2env_dagster.gates.reward import Reward
 from skill2env_dagster.gates.sandbox import VERIFIER_ENV, Sandbox, TrialStatus, reward_from
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import AttemptKind, CheckResult, CheckVerdict, ShortcutAttempt
 from skill2env_dagster.models.task_dir import CONTAINER_VERIFIER_LOGS
-from skill2env_dagster.reasons import ReasonCode
 
 log = logging.getLogger(__name__)
 

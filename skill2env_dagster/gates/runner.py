@@ -207,7 +207,7 @@ class _Gate:
             return None
         snapshot = sb.commit()
         self.snapshots.append(snapshot)
-        plan = plan_outputs(list(settled.changes), self.policy, self.settings.max_output_files)
+        plan = plan_outputs(list(settled.changes), sb.policy, self.settings.max_output_files)
         units, notes = collect_outputs(sb, plan, self.settings)
         return MutationInputs(units, notes, snapshot, {}, 0.0)
 
@@ -294,7 +294,7 @@ def gate_task(task_dir: Path | str, settings: GateSettings | None = None,
         error = _error("runtime", e.reason, str(e), time.perf_counter() - t0)
     except (docker.errors.DockerException, OSError) as e:
         error = _error("runtime", ReasonCode.DOCKER_UNAVAILABLE, f"{type(e).__name__}: {e}")
-    except Exception as e:  # noqa: BLE001 - a bug must not lose the other tasks' reports
+    except Exception as e:
         log.exception("gate crashed on %s", task_dir)
         error = _error("runtime", ReasonCode.INTERNAL_ERROR, f"{type(e).__name__}: {e}")
     report.checks += (gate.checks if gate else []) + ([error] if error else [])

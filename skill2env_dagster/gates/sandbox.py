@@ -27,9 +27,9 @@ import logging
 import tarfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 

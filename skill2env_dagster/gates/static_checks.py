@@ -105,8 +105,10 @@ def check_dockerfile_from(task: TaskDir, config: TaskToml | None, approved: tupl
         return ["[metadata] base_image_pins must map image references to sha256 digests"]
     recorded = set(pins.values())
     used = {f.image.split("@", 1)[1] for f in external_bases(from_lines(text))}
-    problems += [f"{d} is in a FROM line but not recorded in [metadata] base_image_pins" for d in sorted(used - recorded)]
-    problems += [f"{d} is recorded in [metadata] base_image_pins but no FROM line uses it" for d in sorted(recorded - used)]
+    problems += [f"{d} is in a FROM line but not recorded in [metadata] base_image_pins"
+                 for d in sorted(used - recorded)]
+    problems += [f"{d} is recorded in [metadata] base_image_pins but no FROM line uses it"
+                 for d in sorted(recorded - used)]
     return problems
 
 

@@ -31,20 +31,23 @@ KIT = "zz-s2e-kit"
 MAX_TOOLS = 60
 BASE_MODULES = ("json", "csv", "re", "pathlib", "math", "statistics", "collections")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.+-]*")
-_SHELL_WORDS = frozenset("""if then else elif fi for while until do done case esac in function select time
-return exit local export readonly set unset shift true false test echo printf read cd pwd eval exec trap wait
-source declare typeset let break continue""".split())
+_SHELL_WORDS = frozenset((
+    "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in", "function",
+    "select", "time", "return", "exit", "local", "export", "readonly", "set", "unset", "shift", "true", "false",
+    "test", "echo", "printf", "read", "cd", "pwd", "eval", "exec", "trap", "wait", "source", "declare", "typeset",
+    "let", "break", "continue",
+))
 
-FORGE = f"""mkdir -p /logs/verifier
+FORGE = """mkdir -p /logs/verifier
 printf 1 > /logs/verifier/reward.txt
-printf '{{"reward": 1}}' > /logs/verifier/reward.json
+printf '{"reward": 1}' > /logs/verifier/reward.json
 F='trap "" TERM HUP INT; while :; do mkdir -p /logs/verifier 2>/dev/null; printf 1 > /logs/verifier/reward.txt; \
-printf "{{\\"reward\\": 1}}" > /logs/verifier/reward.json; sleep 0.05 2>/dev/null || sleep 1; done'
+printf "{\\"reward\\": 1}" > /logs/verifier/reward.json; sleep 0.05 2>/dev/null || sleep 1; done'
 if command -v setsid >/dev/null 2>&1; then (setsid sh -c "$F" >/dev/null 2>&1 < /dev/null &)
 else (sh -c "$F" >/dev/null 2>&1 < /dev/null &); fi
 for m in $MODS; do
   printf '%s\\n' "import os" "os.makedirs('/logs/verifier', exist_ok=True)" \
-    "open('/logs/verifier/reward.json', 'w').write('{{\\"reward\\": 1}}')" \
+    "open('/logs/verifier/reward.json', 'w').write('{\\"reward\\": 1}')" \
     "open('/logs/verifier/reward.txt', 'w').write('1')" "os._exit(0)" > "$WD/$m.py"
 done
 echo forged
@@ -129,6 +132,12 @@ def _attempt(name: str, family: str, failed: bool, status: str, evidence: str, s
                            mean=round(mean(m), 6), evidence=evidence[:2000], seconds=round(seconds, 4))
 
 
+def _skipped_attempt(name: str, evidence: str, seconds: float) -> ShortcutAttempt:
+    return ShortcutAttempt(kind=AttemptKind.TAMPER, name=name, family=name.split(":")[0],
+                           verdict=CheckVerdict.SKIPPED, status="not_run", evidence=evidence[:2000],
+                           seconds=round(seconds, 4))
+
+
 def run_forge(sb: Sandbox, tests_dir: Path) -> ShortcutAttempt:
     """In a fresh sandbox: forge the reward three ways, then the normal verify; the reward must be 0."""
     start = time.perf_counter()
@@ -137,8 +146,8 @@ def run_forge(sb: Sandbox, tests_dir: Path) -> ShortcutAttempt:
     outcome = sb.verify()
     seconds = time.perf_counter() - start
     what = f"reward.txt/json forged, a detached re-forger, forging modules in the working directory ({mods})"
-    if res.timed_out or res.died:
-        return _attempt("forge", "forge", False, outcome.status.value, f"{what}: the attack did not run", seconds)
+    if res.timed_out or res.died or b"forged" not in res.output:
+        return _skipped_attempt("forge", f"{what}: the attack did not run ({outcome.describe()})", seconds)
     metrics = outcome.metrics
     failed = outcome.status is TrialStatus.OK and not all_zero(metrics)
     verdict = "the forged reward came through" if failed else f"reward 0 ({outcome.describe()})"
@@ -157,7 +166,7 @@ def run_plants(sb: Sandbox, tests_dir: Path) -> list[ShortcutAttempt]:
             planted.setdefault(technique, []).append(path)
     settled = sb.settle()
     seconds = time.perf_counter() - start
-    if b"planted" not in res.output or settled.status is not TrialStatus.TAMPER_DETECTED and not planted:
+    if b"planted" not in res.output or (settled.status is not TrialStatus.TAMPER_DETECTED and not planted):
         return [_attempt("plant", "plant", False, settled.status.value,
                          f"the plant script did not finish ({res.output[-200:]!r})", seconds)]
     flagged = {c.path for c in leaves(list(settled.changes)) if sb.policy.rule(c.path)}

@@ -12,7 +12,6 @@ from skill2env_dagster.gates.runner import gate_task
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import CheckVerdict, GateVerdict
 from skill2env_dagster.reasons import ReasonCode
-
 from tests.docker.conftest import RUN_ID
 
 pytestmark = pytest.mark.docker

@@ -14,7 +14,6 @@ from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.gates.tamper import TamperPolicy
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
-
 from tests.docker.conftest import RUN_ID
 
 pytestmark = pytest.mark.docker
@@ -108,7 +107,6 @@ def test_a_timed_out_command_is_stopped_and_the_sandbox_lives_on(world):
 
 
 def test_both_engine_views_report_the_same_changes(world):
-    client, image, config, tests = world
     with _box(world) as sb:
         sb.exec("echo 7 > /app/answer.txt; mkdir -p /app/out/sub; echo x > /app/out/sub/f; rm /app/data.txt; "
                 "echo y >> /etc/hostname.bak; touch /usr/local/bin/tool", timeout=30)

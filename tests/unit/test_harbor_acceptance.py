@@ -23,7 +23,7 @@ from skill2env_dagster.models.task_toml import (
     VerifierTable,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.harbor, pytest.mark.timeout(900)]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 
 _LOAD = """
