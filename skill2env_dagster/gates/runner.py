@@ -2,9 +2,9 @@
 
 Runtime stages, in order: the Oracle (must score 1 on every metric), the no-op (must score 0), solution/wrong.sh
 (below 1 somewhere), mutation testing of the verifier on the Oracle's final state (robustness.py), the
-creator-authored cheats (each at most the shortcut threshold) and the tamper kit (tamper_kit.py). The verdict is
-`retained` only when no check failed or errored; a failed check makes it `rejected` with that check's reason; a
-check that could not run (engine down, registry down, a crash) makes it `infra_failed` — never a pass. A check
+creator-authored cheats (each at most the shortcut threshold) and the tamper kit (tamper_kit.py, in the no-op's
+container after the no-op). The verdict is `retained` only when no check failed or errored; a failed check makes
+it `rejected` with that check's reason; a check that could not run (engine down, registry down, a crash) makes it `infra_failed` — never a pass. A check
 that does not apply is `skipped` and says why (e.g. mutation testing turned off, no output visible to the engine).
 """
 
@@ -112,7 +112,7 @@ class _Gate:
     policy: TamperPolicy | None = None
     checks: list[CheckResult] = field(default_factory=list)
     snapshots: list[str] = field(default_factory=list)
-    plant_seconds: float = 0.0
+    kit_seconds: float = 0.0
 
     def open_box(self, image: str) -> Sandbox:
         _raise_if_cancelled()
@@ -151,21 +151,18 @@ class _Gate:
 
     def _stages(self) -> None:
         mutants = self._oracle()
-        nop_ok = self._nop()
+        oracle_ok = all(c.verdict is CheckVerdict.PASS for c in self.checks if c.name == "oracle")
+        nop_ok = self._nop(oracle_ok)
         if self.settings.run_wrong and self.task.wrong_script.is_file():
             wrong = self.solve("wrong.sh")
             self.report.wrong = wrong.metrics
             self.checks.append(_judge("wrong_solution", wrong, lambda m: not all_full(m),
                                       ReasonCode.WRONG_SOLUTION_PASSED, ReasonCode.WRONG_SOLUTION_TIMEOUT,
                                       self.timeouts))
-        baseline_ok = nop_ok and all(c.verdict is CheckVerdict.PASS for c in self.checks if c.name == "oracle")
         self.checks.append(mutants or _skipped("mutants", "the Oracle did not pass"))
-        self._cheats(baseline_ok)
-        if self.settings.tamper_kit and baseline_ok:
-            start = time.perf_counter()
-            with self.open_box(self.image) as sb:
-                self.report.tamper.insert(0, run_forge(sb, self.task.tests_dir))
-            self.checks.append(kit_check(self.report.tamper, time.perf_counter() - start + self.plant_seconds))
+        self._cheats(oracle_ok and nop_ok)
+        if self.settings.tamper_kit and oracle_ok and nop_ok:
+            self.checks.append(kit_check(self.report.tamper, self.kit_seconds))
         elif self.settings.tamper_kit:
             self.checks.append(_skipped("tamper_kit", "the Oracle or no-op gate failed first"))
         else:
@@ -211,16 +208,19 @@ class _Gate:
         units, notes = collect_outputs(sb, plan, self.settings)
         return MutationInputs(units, notes, snapshot, {}, 0.0)
 
-    def _nop(self) -> bool:
+    def _nop(self, oracle_ok: bool) -> bool:
+        """The no-op; then, in the same container, the tamper kit: the forge attacks need a verifier run on an
+        unsolved state (which must stay at the no-op's 0), the plants only the engine's view, so they come last."""
         with self.open_box(self.image) as sb:
             nop = sb.verify()
             self.report.nop = nop.metrics
             check = _judge("nop", nop, all_zero, ReasonCode.NOP_FAILED, ReasonCode.NOP_FAILED, self.timeouts)
             self.checks.append(check)
-            if self.settings.tamper_kit and check.ok:
+            if self.settings.tamper_kit and check.ok and oracle_ok:
+                _raise_if_cancelled()
                 start = time.perf_counter()
-                self.report.tamper = run_plants(sb, self.task.tests_dir)
-                self.plant_seconds = time.perf_counter() - start
+                self.report.tamper = [run_forge(sb, self.task.tests_dir), *run_plants(sb, self.task.tests_dir)]
+                self.kit_seconds = time.perf_counter() - start
         return check.ok
 
     def _cheats(self, baseline_ok: bool) -> None:

@@ -239,8 +239,10 @@ class Sandbox:
         timeout = min(self.config.verifier.timeout_sec, self.settings.timeout_cap_sec or float("inf"))
         try:
             self.trial.put_dir(self.tests_dir, CONTAINER_TESTS.strip("/"))
+            # The tests leave with the verifier: a later agent phase in this sandbox must not see them.
             res = self.trial.run_script([f"{CONTAINER_TESTS}/test.sh"], VERIFIER_LOG, timeout, REAP + CLEAN,
-                                        PRINT_REWARD, env={**VERIFIER_ENV, **self.config.verifier.env})
+                                        f"{PRINT_REWARD}\nrm -rf {CONTAINER_TESTS}",
+                                        env={**VERIFIER_ENV, **self.config.verifier.env})
         except docker.errors.APIError as e:
             if self.trial.alive():
                 raise

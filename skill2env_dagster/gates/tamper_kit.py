@@ -3,11 +3,13 @@
 - `forge` (needs a verifier run): write reward.txt and reward.json, keep re-forging them from a detached process
   (setsid, double fork, deaf to TERM/HUP/INT), and plant stdlib-named modules (json.py, csv.py, …, plus every
   module the tests' Python files import) in the working directory, each of which forges the reward on import.
-  One sandbox carries all three; the verify step must still give reward 0 (as the no-op does).
+  One sandbox carries all three (the runner uses the no-op's, after the no-op); the verify step must still give
+  reward 0, as the no-op did.
 - `plant` (judged from the engine's view, no verifier run needed): shadow every tool and interpreter tests/ calls,
   both in PATH directories that come earlier and at the resolved path itself; plant sitecustomize.py,
   usercustomize.py and a .pth file where each Python on PATH looks; write /etc/ld.so.preload and a file under
-  /etc/ld.so.conf.d; put a file under /tests. One container carries every plant, and *each* planted path must
+  /etc/ld.so.conf.d; put a file under /tests. One container carries every plant (the same one, last, since the
+  plants break it), and *each* planted path must
   appear in the tamper evidence: a path that does not (say, one a blanket `toolchain_writes` waives) is a hole.
 
 Any attack that is not stopped rejects the task with `tamper_vulnerable`, naming the technique.

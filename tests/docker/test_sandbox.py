@@ -116,3 +116,13 @@ def test_both_engine_views_report_the_same_changes(world):
     assert [(c.path, c.kind) for c in fast] == [(c.path, c.kind) for c in slow]
     assert ("/app/data.txt", ChangeKind.DELETED) in [(c.path, c.kind) for c in fast]
     assert TamperPolicy().evidence(fast) == ["A /usr/local/bin/tool (under /usr)"]
+
+
+def test_tests_leave_with_the_verifier_so_a_later_turn_cannot_read_them(world):
+    with _box(world) as sb:
+        sb.exec("echo 6 > /app/answer.txt", timeout=30)
+        assert sb.verify().metrics == {"format": 1.0, "correct": 0.0}
+        res = sb.run("ls /tests 2>/dev/null | wc -l; echo 7 > /app/answer.txt", timeout=30)
+        assert res.output.strip() == b"0"
+        out = sb.verify()
+    assert out.status is TrialStatus.OK and out.value == 1.0
