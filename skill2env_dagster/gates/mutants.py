@@ -25,8 +25,11 @@ import json
 import random
 import re
 import zlib
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import yaml
@@ -37,7 +40,8 @@ from skill2env_dagster.reasons import ReasonCode
 
 JUNK_FACTOR = 3  # junk records per Oracle record in `superset`
 MIN_JUNK = 5
-TRIVIAL_FRACTION = 1 / 3  # `header_only` is trivial when it keeps at most this share of the records
+TRIVIAL_FRACTION = 1 / 4  # `header_only` keeps the first record only when that is at most this share
+MAX_SWAP_FIELDS = 6
 _NUM = re.compile(r"(?<![\w.])(-?)(\d+)(\.\d+)?(?![\w])")
 _KEYED = re.compile(r"^(\S+?)(\s*[:=,;|\t]\s*|\s+)(.*)$")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -58,6 +62,7 @@ class Mutant:
     writes: tuple[tuple[str, bytes], ...] = ()
     deletes: tuple[str, ...] = ()
     unit: str | None = None  # the output unit a destructive or relevance mutant targets
+    group: str | None = None  # destructive mutants that reject only together (see _swaps)
 
     @property
     def label(self) -> str:
@@ -292,43 +297,68 @@ def op_perturb(doc: Doc) -> Doc | None:
     return replace(doc, records=records) if records != doc.records else None
 
 
-def _swap_pair(a: Any, b: Any, shape: Shape) -> tuple[Any, Any] | None:
-    """Exchange everything but the record's key (its first field) between two records."""
-    if isinstance(a, tuple) and isinstance(b, tuple):  # map items
-        return ((a[0], b[1]), (b[0], a[1])) if a[1] != b[1] and a[0] != b[0] else None
-    if isinstance(a, dict) and isinstance(b, dict) and list(a) == list(b) and len(a) >= 2:
-        key = next(iter(a))
-        if a[key] == b[key] or {k: v for k, v in a.items() if k != key} == {k: v for k, v in b.items() if k != key}:
+def _fields(record: Any, shape: Shape) -> list[Any] | None:
+    """A record's fields as a list (CSV cells, dict values, map value, keyed line parts), or None."""
+    if isinstance(record, tuple):
+        return list(record)
+    if isinstance(record, dict):
+        return list(record.values())
+    if not isinstance(record, str):
+        return None
+    if shape in (Shape.CSV, Shape.TSV):
+        return _split(record, shape)
+    if shape is Shape.JSONL:
+        try:
+            obj = json.loads(record)
+        except ValueError:
             return None
-        return {key: a[key], **{k: b[k] for k in b if k != key}}, {key: b[key], **{k: a[k] for k in a if k != key}}
-    if isinstance(a, str) and isinstance(b, str):
-        if shape in (Shape.CSV, Shape.TSV):
-            ca, cb = _split(a, shape), _split(b, shape)
-            if len(ca) < 2 or len(ca) != len(cb) or ca[0] == cb[0] or ca[1:] == cb[1:]:
-                return None
-            return _join([ca[0], *cb[1:]], shape), _join([cb[0], *ca[1:]], shape)
-        if shape is Shape.JSONL:
-            try:
-                pair = _swap_pair(json.loads(a), json.loads(b), Shape.JSON)
-            except ValueError:
-                return None
-            return (json.dumps(pair[0]), json.dumps(pair[1])) if pair else None
-        ma, mb = _KEYED.match(a), _KEYED.match(b)
-        if not ma or not mb or ma.group(1) == mb.group(1) or ma.group(3) == mb.group(3):
-            return None
-        return ma.group(1) + ma.group(2) + mb.group(3), mb.group(1) + mb.group(2) + ma.group(3)
-    return None
+        return list(obj.values()) if isinstance(obj, dict) else None
+    m = _KEYED.match(record)
+    return [m.group(1), m.group(3)] if m else None
 
 
-def op_swap(doc: Doc) -> Doc | None:
+def _with_field(record: Any, shape: Shape, index: int, value: Any) -> Any:
+    if isinstance(record, tuple):
+        return tuple(value if i == index else v for i, v in enumerate(record))
+    if isinstance(record, dict):
+        return {k: value if i == index else v for i, (k, v) in enumerate(record.items())}
+    if shape in (Shape.CSV, Shape.TSV):
+        cells = _split(record, shape)
+        cells[index] = value
+        return _join(cells, shape)
+    if shape is Shape.JSONL:
+        return json.dumps(_with_field(json.loads(record), Shape.JSON, index, value))
+    m = _KEYED.match(record)
+    assert m is not None
+    parts = [m.group(1), m.group(3)]
+    parts[index] = value
+    return parts[0] + m.group(2) + parts[1]
+
+
+def swap_fields(doc: Doc) -> list[int]:
+    """Field positions a `swap_values` mutant can exchange (records with the same number of fields)."""
+    rows = [_fields(r, doc.shape) for r in doc.records]
+    if len(rows) < 2 or any(r is None for r in rows) or len({len(r) for r in rows if r is not None}) != 1:
+        return []
+    width = len(rows[0] or [])
+    return list(range(1 if doc.is_map else 0, width))[:MAX_SWAP_FIELDS] if width >= 2 else []
+
+
+def op_swap(doc: Doc, index: int) -> Doc | None:
+    """Exchange field `index` between the first two records where it differs (and the result is no reordering)."""
     recs = list(doc.records)
-    for i in range(len(recs) - 1):
-        pair = _swap_pair(recs[i], recs[i + 1], doc.shape)
-        if pair is None:
-            continue
-        new = replace(doc, records=(*recs[:i], pair[0], pair[1], *recs[i + 2:]))
-        if not same_records(new, doc):
-            return new
+    for i in range(len(recs)):
+        fi = _fields(recs[i], doc.shape)
+        for k in range(i + 1, len(recs)):
+            fk = _fields(recs[k], doc.shape)
+            if fi is None or fk is None or fi[index] == fk[index]:
+                continue
+            new_recs = list(recs)
+            new_recs[i] = _with_field(recs[i], doc.shape, index, fk[index])
+            new_recs[k] = _with_field(recs[k], doc.shape, index, fi[index])
+            new = replace(doc, records=tuple(new_recs))
+            if not same_records(new, doc):
+                return new
     return None
 
 
@@ -351,6 +381,7 @@ class _File:
     out: OutputFile
     shape: Shape
     doc: Doc | None
+    base: Doc | None = None  # the image's version of a file the Oracle modified (records it did not write)
 
     @property
     def path(self) -> str:
@@ -363,10 +394,12 @@ def _prepare(units: list[OutputUnit], max_bytes: int) -> dict[str, list[_File]]:
         files = []
         for f in u.files:
             shape = f.shape(max_bytes)
-            doc = None
+            doc = base = None
             if shape.is_data or shape is Shape.TEXT:
                 doc = parse(f.data.decode("utf-8"), shape)
-            files.append(_File(f, shape, doc))
+                if f.base is not None and doc is not None:
+                    base = parse(f.base.decode("utf-8", errors="replace"), shape)
+            files.append(_File(f, shape, doc, base))
         prepared[u.root] = files
     return prepared
 
@@ -376,8 +409,8 @@ def _data(files: list[_File]) -> list[_File]:
 
 
 def _trivial_header(f: _File) -> bytes:
-    """One file in the `header_only` mutant: the header, or the first record when that is at most a third of
-    the records; anything else (one or two records, code, binaries) is emptied."""
+    """One file in the `header_only` mutant: the header, or the first record when that is at most a quarter of
+    the records; anything else (up to three records, code, binaries) is emptied."""
     cut = op_header_only(f.doc) if f.doc is not None else None
     return render(cut[0]) if cut and cut[1] <= TRIVIAL_FRACTION + 1e-9 else b""
 
@@ -406,7 +439,7 @@ def _trivial(prepared: dict[str, list[_File]], out: MutantSet) -> None:
     _add(out, Mutant("empty", Family.TRIVIAL, "every output file emptied", writes), "every output is already empty")
     cut = _writes(every, {f.path: _trivial_header(f) for f in every})
     _add(out, Mutant("header_only", Family.TRIVIAL, "data cut to its header or first record, the rest emptied",
-                     cut if cut != writes else ()), "no data file with a header or three records")
+                     cut if cut != writes else ()), "no data file with a header or four records")
     _add(out, Mutant("junk", Family.TRIVIAL, "every output replaced by same-shaped junk",
                      _writes(every, {f.path: _junk_file(f) for f in every})), "no content to replace")
     sup = {f.path: render(d) for f in _data(every) if f.doc and (d := op_superset(f.doc, _rng(f.path, "sup")))}
@@ -421,28 +454,82 @@ def _add(out: MutantSet, m: Mutant, why_not: str) -> None:
         out.skipped.append(Skipped(m.name, why_not, m.unit))
 
 
-_DESTRUCTIVE_OPS = {
+def _new_only(f: _File, op: Callable[[Doc], Doc | None]) -> Doc | None:
+    """Apply `op` to the records the Oracle wrote; in a file it modified, the records the image already had
+    (seed data the verifier may rightly ignore) stay as they were, in place."""
+    assert f.doc is not None
+    if f.base is None:
+        new = op(f.doc)
+        return new if new is not None and not same_records(new, f.doc) else None
+    seen = Counter(_canon(r) for r in f.base.records)
+    mine: list[int] = []
+    for i, r in enumerate(f.doc.records):
+        if seen[_canon(r)] > 0:
+            seen[_canon(r)] -= 1
+        else:
+            mine.append(i)
+    sub = op(replace(f.doc, records=tuple(f.doc.records[i] for i in mine)))
+    if sub is None:
+        return None
+    records = list(f.doc.records)
+    if len(sub.records) == len(mine):  # changed in place (perturb, swap)
+        for i, r in zip(mine, sub.records, strict=True):
+            records[i] = r
+    else:  # a subset kept in order (drop): remove the Oracle records that are gone
+        survivors = iter(sub.records)
+        want = next(survivors, None)
+        gone = set()
+        for i in mine:
+            if want is not None and _canon(records[i]) == _canon(want):
+                want = next(survivors, None)
+            else:
+                gone.add(i)
+        records = [r for i, r in enumerate(records) if i not in gone]
+    new = replace(f.doc, records=tuple(records))
+    return new if not same_records(new, f.doc) else None
+
+
+_DESTRUCTIVE_OPS: dict[str, tuple[Callable[[Doc], Doc | None], str, str]] = {
     "drop_half": (op_drop_half, "every second record dropped", "fewer than two records"),
     "perturb_numbers": (op_perturb, "every number changed", "no numbers"),
-    "swap_values": (op_swap, "values exchanged between two records", "no two records with different values"),
 }
 
 
 def _destructive(unit: OutputUnit, files: list[_File], out: MutantSet) -> None:
     data = _data(files)
     for name, (op, what, why_not) in _DESTRUCTIVE_OPS.items():
-        content = {}
-        for f in data:
-            assert f.doc is not None
-            new = op(f.doc)
-            if new is not None and not same_records(new, f.doc):  # a mere reordering could be correct
-                content[f.path] = render(new)
+        content = {f.path: render(new) for f in data if (new := _new_only(f, op)) is not None}
         reason = why_not if data else "no data file in this output"
-        _add(out, Mutant(name, Family.DESTRUCTIVE, what, _writes(files, content), unit=unit.root), reason)
+        _add(out, Mutant(name, Family.DESTRUCTIVE, what + " (of the records the Oracle wrote)",
+                         _writes(files, content), unit=unit.root), reason)
+    _swaps(unit, files, data, out)
     if unit.is_tree:
         biggest = max(files, key=lambda f: (len(f.out.data), f.path))
         out.mutants.append(Mutant("delete_file", Family.DESTRUCTIVE, f"{biggest.path} deleted",
                                   deletes=(biggest.path,), unit=unit.root))
+
+
+def _swap_at(doc: Doc, index: int) -> Doc | None:
+    return op_swap(doc, index) if index in swap_fields(doc) else None
+
+
+def _swaps(unit: OutputUnit, files: list[_File], data: list[_File], out: MutantSet) -> None:
+    """One `swap_values` mutant per field position; the group rejects only if *every* swap goes unnoticed (a
+    verifier may rightly ignore one field, e.g. a synthetic id, but not the pairing of all of them)."""
+    widths = {i for f in data if f.doc is not None for i in swap_fields(f.doc)}
+    seen: list[tuple[tuple[str, tuple[str, ...]], ...]] = []
+    for index in sorted(widths):
+        docs = {f.path: new for f in data if (new := _new_only(f, partial(_swap_at, index=index)))}
+        writes = _writes(files, {p: render(d) for p, d in docs.items()})
+        key = tuple((p, tuple(sorted(map(_canon, d.records)))) for p, d in sorted(docs.items()))
+        if writes and key not in seen:  # with two fields, swapping either gives the same records
+            seen.append(key)
+            out.mutants.append(Mutant(f"swap_values[{index}]", Family.DESTRUCTIVE,
+                                      f"field {index} exchanged between two records", writes, unit=unit.root,
+                                      group=f"swap_values:{unit.root}"))
+    if not seen:
+        out.skipped.append(Skipped("swap_values", "no two records with different values"
+                                   if data else "no data file in this output", unit.root))
 
 
 def _info(prepared: dict[str, list[_File]], out: MutantSet) -> None:

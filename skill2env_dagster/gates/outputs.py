@@ -55,6 +55,7 @@ class OutputFile:
     path: str
     data: bytes
     mode: int = 0o644
+    base: bytes | None = None  # the image's content when the Oracle modified an existing file
 
     def shape(self, max_bytes: int) -> Shape:
         """Files above `max_bytes` are treated as opaque (only emptied or deleted)."""
@@ -82,6 +83,7 @@ class OutputPlan:
     roots: tuple[str, ...]  # files and tree folders to read, top-level only
     trees: frozenset[str]
     notes: tuple[str, ...]
+    modified: frozenset[str] = frozenset()  # files that existed in the image (their base version is read too)
 
 
 def _skipped(path: str, policy: TamperPolicy) -> str | None:
@@ -122,7 +124,8 @@ def plan_outputs(changes: list[Change], policy: TamperPolicy, max_files: int) ->
     roots = sorted(trees) + [f for f in files if not any(is_under(f, t) for t in trees)]
     if len(files) > max_files:
         notes.append(f"{len(files)} output files; only the first {max_files} are mutation-tested")
-    return OutputPlan(tuple(roots), frozenset(trees), tuple(notes))
+    modified = frozenset(c.path for c in kept if c.kind is ChangeKind.MODIFIED and c.path in files)
+    return OutputPlan(tuple(roots), frozenset(trees), tuple(notes), modified)
 
 
 def _decode(data: bytes) -> str | None:

@@ -25,7 +25,7 @@ from skill2env_dagster.gates.container import MAX_READ, REAP, tar_dir
 from skill2env_dagster.gates.mutants import Family, Mutant, MutantSet, as_good_as, derive, judge, mean
 from skill2env_dagster.gates.outputs import OutputFile, OutputPlan, OutputUnit
 from skill2env_dagster.gates.reward import Reward
-from skill2env_dagster.gates.sandbox import VERIFIER_ENV, Sandbox, TrialStatus, reward_from
+from skill2env_dagster.gates.sandbox import VERIFIER_ENV, Sandbox, TrialStatus, image_files, reward_from
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import AttemptKind, CheckResult, CheckVerdict, ShortcutAttempt
 from skill2env_dagster.models.task_dir import CONTAINER_VERIFIER_LOGS
@@ -79,8 +79,11 @@ class Run:
 
 
 def collect_outputs(sb: Sandbox, plan: OutputPlan, settings: GateSettings) -> tuple[list[OutputUnit], list[str]]:
-    """Read every planned output from the container (before the verifier runs); notes say what was left out."""
+    """Read every planned output from the container (before the verifier runs), and the image's version of the
+    files the Oracle modified (so that destructive mutants touch only what the Oracle wrote); notes say what
+    was left out."""
     notes = list(plan.notes)
+    bases = image_files(sb.client, sb.image, sorted(plan.modified), settings, settings.max_output_bytes)
     units: list[OutputUnit] = []
     total = files = 0
     for root in plan.roots:
@@ -89,7 +92,7 @@ def collect_outputs(sb: Sandbox, plan: OutputPlan, settings: GateSettings) -> tu
         except docker.errors.NotFound:
             notes.append(f"{root}: vanished before it could be read")
             continue
-        unit_files = tuple(OutputFile(p, data, mode) for p, (data, mode) in (entries or {}).items()
+        unit_files = tuple(OutputFile(p, data, mode, bases.get(p)) for p, (data, mode) in (entries or {}).items()
                            if data is not None)
         if entries is None or files + len(unit_files) > settings.max_output_files:
             notes.append(f"{root}: over the output limits ({settings.max_output_files} files, "
@@ -235,6 +238,22 @@ def _attempt(m: Mutant, run: Run, oracle: dict[str, float], threshold: float, un
                            evidence=f"{what}; {j.note}", seconds=round(run.seconds, 4))
 
 
+def _judge_groups(mutants: list[Mutant], attempts: list[ShortcutAttempt]) -> None:
+    """A group (the swaps of one output) rejects only when every member went unnoticed."""
+    groups: dict[str, list[int]] = {}
+    for i, m in enumerate(mutants):
+        if m.group:
+            groups.setdefault(m.group, []).append(i)
+    for members in groups.values():
+        if any(attempts[i].verdict is not CheckVerdict.FAIL for i in members):
+            for i in members:
+                if attempts[i].verdict is CheckVerdict.FAIL:
+                    attempts[i] = attempts[i].model_copy(update={
+                        "verdict": CheckVerdict.PASS, "reason": None,
+                        "evidence": attempts[i].evidence + " (information only: another swap of this output "
+                                                           "lowered the reward)"})
+
+
 def _ungraded(mutants: list[Mutant], runs: dict[str, Run], oracle: dict[str, float]) -> set[str]:
     """Units whose emptying alone does not lower the reward: the verifier does not grade them."""
     return {m.unit for i, m in enumerate(mutants) if m.family is Family.RELEVANCE and m.unit
@@ -266,6 +285,7 @@ def mutation_stage(sb: Sandbox, open_box: OpenSandbox, inputs: MutationInputs,
     ungraded = _ungraded(ms.mutants, runs, inputs.oracle)
     attempts = [_attempt(m, runs[f"m{i}"], inputs.oracle, settings.shortcut_threshold, m.unit in ungraded)
                 for i, m in enumerate(ms.mutants)]
+    _judge_groups(ms.mutants, attempts)
     attempts += skipped_attempts(ms)
     failed = [a for a in attempts if a.verdict is CheckVerdict.FAIL]
     units = ", ".join(u.label for u in inputs.units)

@@ -4,8 +4,9 @@ Runtime stages, in order: the Oracle (must score 1 on every metric), the no-op (
 (below 1 somewhere), mutation testing of the verifier on the Oracle's final state (robustness.py), the
 creator-authored cheats (each at most the shortcut threshold) and the tamper kit (tamper_kit.py, in the no-op's
 container after the no-op). The verdict is `retained` only when no check failed or errored; a failed check makes
-it `rejected` with that check's reason; a check that could not run (engine down, registry down, a crash) makes it `infra_failed` — never a pass. A check
-that does not apply is `skipped` and says why (e.g. mutation testing turned off, no output visible to the engine).
+it `rejected` with that check's reason; a check that could not run (engine down, registry down, a crash) makes it
+`infra_failed` — never a pass. A check that does not apply is `skipped` and says why (e.g. mutation testing turned
+off, no output visible to the engine).
 """
 
 from __future__ import annotations

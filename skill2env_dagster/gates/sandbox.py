@@ -22,6 +22,7 @@ The agent and solution phases run with PYTHONDONTWRITEBYTECODE=1 (see tamper.py 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import tarfile
@@ -35,6 +36,7 @@ from typing import Any
 
 import docker
 import docker.errors
+from docker.models.containers import Container
 
 from skill2env_dagster.gates.changes import Change, engine_changes
 from skill2env_dagster.gates.container import LABEL, MAX_READ, REAP, ExecResult, Trial
@@ -269,22 +271,49 @@ class Sandbox:
     def read_tree(self, path: str, max_bytes: int) -> dict[str, tuple[bytes | None, int]] | None:
         """{absolute path: (content, or None for a folder; mode)} of `path` and everything below it, read through
         the engine; None when the files hold more than `max_bytes` together. Symlinks and devices are skipped."""
-        stream, _ = self.trial.box.get_archive(path)
-        parent = str(PurePosixPath(path).parent).rstrip("/")
-        out: dict[str, tuple[bytes | None, int]] = {}
-        total = 0
-        with tarfile.open(fileobj=_Chunks(stream), mode="r|") as tar:
-            for info in tar:
-                dest = f"{parent}/{info.name}"
-                if info.isdir():
-                    out[dest] = (None, info.mode)
-                elif info.isfile():
-                    total += info.size
-                    if total > max_bytes:
-                        return None
-                    f = tar.extractfile(info)
-                    out[dest] = (f.read() if f else b"", info.mode)
-        return out
+        return read_archive(self.trial.box, path, max_bytes)
+
+
+def read_archive(box: Container, path: str, max_bytes: int) -> dict[str, tuple[bytes | None, int]] | None:
+    """See Sandbox.read_tree; works on a container that never started, too (the image's own files)."""
+    stream, _ = box.get_archive(path)
+    parent = str(PurePosixPath(path).parent).rstrip("/")
+    out: dict[str, tuple[bytes | None, int]] = {}
+    total = 0
+    with tarfile.open(fileobj=_Chunks(stream), mode="r|") as tar:
+        for info in tar:
+            dest = f"{parent}/{info.name}"
+            if info.isdir():
+                out[dest] = (None, info.mode)
+            elif info.isfile():
+                total += info.size
+                if total > max_bytes:
+                    return None
+                f = tar.extractfile(info)
+                out[dest] = (f.read() if f else b"", info.mode)
+    return out
+
+
+def image_files(client: docker.DockerClient, image: str, paths: list[str], settings: GateSettings,
+                max_bytes: int) -> dict[str, bytes]:
+    """The image's own version of some files (a created, never started container; removed at once)."""
+    if not paths:
+        return {}
+    box = client.containers.create(image, entrypoint=["true"], network_mode="none",
+                                   labels={LABEL: settings.run_id})
+    out: dict[str, bytes] = {}
+    try:
+        for p in paths:
+            try:
+                entries = read_archive(box, p, max_bytes) or {}
+            except docker.errors.NotFound:
+                continue
+            if isinstance(data := entries.get(p, (None, 0))[0], bytes):
+                out[p] = data
+    finally:
+        with contextlib.suppress(docker.errors.APIError):
+            box.remove(force=True)
+    return out
 
 
 class _Chunks(io.RawIOBase):

@@ -13,7 +13,6 @@ from skill2env_dagster.gates.runner import gate_task, run_gates
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import CheckVerdict, GateVerdict
 from skill2env_dagster.reasons import ReasonCode
-
 from tests.docker.conftest import RUN_ID
 
 pytestmark = pytest.mark.docker
@@ -129,11 +128,11 @@ def test_cli_contract(make_task, tmp_path):
                             "mutation_testing"}
     assert data[0]["mutation_testing"] == "on" and data[0]["mutants"] and data[0]["tamper"]
     assert all(set(m) >= {"name", "verdict", "metrics", "mean"} for m in data[0]["mutants"] + data[0]["tamper"])
-    quick = subprocess.run(cmd[:4] + [str(good), "--no-mutants", "--json", str(out)], capture_output=True,
+    quick = subprocess.run([*cmd[:4], str(good), "--no-mutants", "--json", str(out)], capture_output=True,
                            text=True, timeout=120)
     assert quick.returncode == 0, quick.stderr
     assert json.loads(out.read_text())[0]["mutation_testing"] == "off"
-    one = subprocess.run(cmd[:4] + [str(good), "--json", str(out)], capture_output=True, text=True, timeout=120)
+    one = subprocess.run([*cmd[:4], str(good), "--json", str(out)], capture_output=True, text=True, timeout=120)
     assert one.returncode == 0, one.stderr
 
 

@@ -37,13 +37,14 @@ def _content(m: Mutant, path: str) -> bytes:
 
 
 CSV = b"region,total\neast,9\nnorth,19\nsouth,5\nwest,5\n"
+FINDINGS = b"a.conf\t3\tR1\nb.conf\t7\tR2\nc.conf\t9\tR3\nd.conf\t2\tR4\n"
 
 
 def test_csv_gets_every_family():
     ms = _by_name([_unit("/app/t.csv", CSV)])
     assert {m: ms[m].family for m in ms} == {
         "empty": Family.TRIVIAL, "header_only": Family.TRIVIAL, "junk": Family.TRIVIAL, "superset": Family.TRIVIAL,
-        "drop_half": Family.DESTRUCTIVE, "perturb_numbers": Family.DESTRUCTIVE, "swap_values": Family.DESTRUCTIVE,
+        "drop_half": Family.DESTRUCTIVE, "perturb_numbers": Family.DESTRUCTIVE, "swap_values[0]": Family.DESTRUCTIVE,
         "reorder": Family.INFO, "duplicate": Family.INFO}
     assert _content(ms["header_only"], "/app/t.csv") == b"region,total\n"
     assert _content(ms["drop_half"], "/app/t.csv") == b"region,total\neast,9\nsouth,5\n"
@@ -56,44 +57,52 @@ def test_csv_gets_every_family():
 
 def test_swap_is_never_a_mere_reordering():
     # Swapping the rest between two lines that share it, or between identical lines, changes nothing.
-    assert op_swap(parse("a.conf:3: R1\na.conf:3: R1\n", Shape.LINES)) is None
+    assert op_swap(parse("a.conf:3: R1\na.conf:3: R1\n", Shape.LINES), 1) is None
     doc = parse("east,9\nnorth,19\n", Shape.CSV)
-    swapped = op_swap(doc)
+    swapped = op_swap(doc, 1)
     assert swapped is not None and not same_records(swapped, doc)
     assert render(swapped) == b"east,19\nnorth,9\n"
 
 
 def test_findings_list_without_header():
-    ms = _by_name([_unit("/app/audit/findings.tsv", b"a.conf\t3\tR1\nb.conf\t7\tR2\nc.conf\t9\tR3\n")])
-    assert _content(ms["header_only"], "/app/audit/findings.tsv") == b"a.conf\t3\tR1\n"  # 1 of 3 records
+    ms = _by_name([_unit("/app/audit/findings.tsv", FINDINGS)])
+    assert _content(ms["header_only"], "/app/audit/findings.tsv") == b"a.conf\t3\tR1\n"  # 1 of 4 records
     assert ms["header_only"].family is Family.TRIVIAL
+    swaps = [m for m in derive([_unit("/app/audit/findings.tsv", FINDINGS)], LIMIT).mutants if m.group]
+    assert [m.name for m in swaps] == ["swap_values[0]", "swap_values[1]", "swap_values[2]"]
+    assert _content(swaps[1], "/app/audit/findings.tsv").startswith(b"a.conf\t7\tR1\nb.conf\t3\tR2\n")
+    # Three records: keeping one is a third of the work, not a trivial output; the file is emptied instead.
+    three = _by_name([_unit("/app/f.tsv", b"a\t3\tR1\nb\t7\tR2\nc\t9\tR3\n")])
+    assert "header_only" not in three
 
 
-def test_two_records_are_emptied_not_halved_in_the_trivial_mutant():
+def test_few_records_are_emptied_not_halved_in_the_trivial_mutant():
     ms = _by_name([_unit("/app/x.txt", b"alpha 1\nbeta 2\n")])
     assert "header_only" not in ms  # it would equal `empty`: skipped as such
     assert ms["drop_half"].family is Family.DESTRUCTIVE
 
 
 def test_json_map_and_wrapper():
-    ms = _by_name([_unit("/app/t.json", b'{"north": 13.0, "south": 5.0, "east": 7.0}\n')])
+    ms = _by_name([_unit("/app/t.json", b'{"north": 13.0, "south": 5.0, "east": 7.0, "west": 1.0}\n')])
     assert json.loads(_content(ms["header_only"], "/app/t.json")) == {"north": 13.0}
-    assert json.loads(_content(ms["swap_values"], "/app/t.json")) == {"north": 5.0, "south": 13.0, "east": 7.0}
-    assert json.loads(_content(ms["perturb_numbers"], "/app/t.json")) == {"north": 20.5, "south": 8.5, "east": 11.5}
+    assert json.loads(_content(ms["swap_values[1]"], "/app/t.json")) == {"north": 5.0, "south": 13.0, "east": 7.0,
+                                                                          "west": 1.0}
+    assert json.loads(_content(ms["perturb_numbers"], "/app/t.json")) == {"north": 20.5, "south": 8.5, "east": 11.5,
+                                                                           "west": 2.5}
     wrapped = _by_name([_unit("/app/f.json", json.dumps(
         {"version": 1, "findings": [{"file": "a", "line": 3}, {"file": "b", "line": 7}, {"file": "c", "line": 9}]}
     ).encode())])
     dropped = json.loads(_content(wrapped["drop_half"], "/app/f.json"))
     assert dropped == {"version": 1, "findings": [{"file": "a", "line": 3}, {"file": "c", "line": 9}]}
-    swapped = json.loads(_content(wrapped["swap_values"], "/app/f.json"))["findings"]
-    assert swapped[:2] == [{"file": "a", "line": 7}, {"file": "b", "line": 3}]
+    swapped = json.loads(_content(wrapped["swap_values[0]"], "/app/f.json"))["findings"]
+    assert swapped[:2] == [{"file": "b", "line": 3}, {"file": "a", "line": 7}]
 
 
 def test_yaml_records():
-    text = yaml.safe_dump([{"name": "a", "n": 1}, {"name": "b", "n": 2}, {"name": "c", "n": 3}]).encode()
+    text = yaml.safe_dump([{"name": n, "n": i} for i, n in enumerate("abcd", 1)]).encode()
     ms = _by_name([_unit("/app/o.yaml", text)])
     assert yaml.safe_load(_content(ms["header_only"], "/app/o.yaml")) == [{"name": "a", "n": 1}]
-    assert [r["n"] for r in yaml.safe_load(_content(ms["perturb_numbers"], "/app/o.yaml"))] == [2, 3, 4]
+    assert [r["n"] for r in yaml.safe_load(_content(ms["perturb_numbers"], "/app/o.yaml"))] == [2, 3, 4, 5]
 
 
 def test_code_gets_only_mutants_wrong_for_any_program():
@@ -120,6 +129,22 @@ def test_tree_mutants_and_relevance_runs():
     assert labels["unit_empty:/app/out"].family is Family.RELEVANCE
     assert labels["unit_empty:/app/notes.txt"].family is Family.RELEVANCE
     assert dict(labels["empty"].writes) == {"/app/out/a.csv": b"", "/app/out/b.csv": b"", "/app/notes.txt": b""}
+
+
+def test_destructive_mutants_leave_the_records_the_image_already_had():
+    """A state file the Oracle extended: seed records stay, only the Oracle's records are dropped or changed."""
+    seed = [{"id": "R-1", "sku": "A", "qty": 1}, {"id": "R-2", "sku": "B", "qty": 2}]
+    mine = [{"id": "R-3", "sku": "C", "qty": 3}, {"id": "R-4", "sku": "D", "qty": 4}]
+    base = json.dumps({"records": seed}).encode()
+    data = json.dumps({"records": seed + mine}).encode()
+    unit = OutputUnit("/var/lib/stub/state.json", (OutputFile("/var/lib/stub/state.json", data, 0o644, base),))
+    ms = _by_name([unit])
+    dropped = json.loads(_content(ms["drop_half"], "/var/lib/stub/state.json"))["records"]
+    assert dropped == [*seed, mine[0]]
+    swapped = json.loads(_content(ms["swap_values[1]"], "/var/lib/stub/state.json"))["records"]
+    assert swapped[:2] == seed and {r["sku"] for r in swapped[2:]} == {"C", "D"} and swapped[2]["sku"] == "D"
+    perturbed = json.loads(_content(ms["perturb_numbers"], "/var/lib/stub/state.json"))["records"]
+    assert perturbed[:2] == seed and [r["qty"] for r in perturbed[2:]] == [4, 5]
 
 
 def test_oversized_and_binary_files_are_only_emptied():

@@ -157,3 +157,23 @@ def test_kit_targets_come_from_the_tests(tmp_path):
     assert "wget" not in tools and "if" not in tools and "env" not in tools
     mods = python_modules(tmp_path)
     assert {"json", "yaml", "csv"} <= set(mods) and "helper" not in mods
+
+
+def test_a_swap_group_rejects_only_when_every_swap_went_unnoticed():
+    from skill2env_dagster.gates.robustness import _judge_groups
+    from skill2env_dagster.models.gate import AttemptKind, CheckVerdict, ShortcutAttempt
+
+    mutants = [Mutant(f"swap_values[{i}]", Family.DESTRUCTIVE, "s", group="swap_values:/a") for i in range(2)]
+
+    def attempts(*failed: bool) -> list[ShortcutAttempt]:
+        return [ShortcutAttempt(kind=AttemptKind.MUTANT, name=m.name, family="destructive",
+                                verdict=CheckVerdict.FAIL if f else CheckVerdict.PASS,
+                                reason=ReasonCode.VERIFIER_INSENSITIVE if f else None)
+                for m, f in zip(mutants, failed, strict=True)]
+
+    one = attempts(True, False)  # e.g. a synthetic id swapped unnoticed, the real field noticed
+    _judge_groups(mutants, one)
+    assert [a.verdict for a in one] == [CheckVerdict.PASS, CheckVerdict.PASS] and "information only" in one[0].evidence
+    both = attempts(True, True)
+    _judge_groups(mutants, both)
+    assert [a.reason for a in both] == [ReasonCode.VERIFIER_INSENSITIVE] * 2
