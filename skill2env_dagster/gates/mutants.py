@@ -5,9 +5,11 @@ Families, and how a mutant's reward is judged (`judge`):
 - trivial — `empty` (every output emptied), `header_only` (data and text cut to their header, or to their first
   record when that keeps at most a third of the records; everything else emptied), `junk` (same-shaped junk:
   structure, keys and line count kept, every value replaced), `superset` (the Oracle's records plus three times
-  as many junk records: the "list everything" shortcut). A mean reward above the threshold is `shortcut_passed`.
-- destructive — `drop_half`, `perturb_numbers`, `swap_values` (data files), `delete_file` (the largest file of a
-  produced tree). Applied to one output unit
+  as many junk records in list outputs, everything else emptied: the "list everything" shortcut). A mean reward
+  above the threshold is `shortcut_passed`.
+- destructive — `drop_half`, `perturb_numbers`, `swap_values[i]` (field i rotated across the records; the group
+  rejects only when every field's rotation goes unnoticed), `delete_file` (the largest file of a produced
+  tree); in a file the Oracle modified, only the records it wrote change. Applied to one output unit
   at a time; scoring at least the Oracle's reward on every metric is `verifier_insensitive`. Skipped when it
   merely reorders records; information only when emptying its unit alone does not lower the reward (an output
   the verifier does not grade, e.g. a helper file).
@@ -274,12 +276,12 @@ def op_drop_half(doc: Doc) -> Doc | None:
 
 
 def op_superset(doc: Doc, rng: random.Random) -> Doc | None:
-    if not doc.records:
+    """The list-everything shortcut on a list of records; not on an object (a fixed-schema answer such as
+    {"q1": …, "q2": …} may rightly ignore keys it did not ask for)."""
+    if not doc.records or doc.is_map:
         return None
     n = max(MIN_JUNK, JUNK_FACTOR * len(doc.records))
     extra = [_junk_record(doc.records[i % len(doc.records)], doc, rng) for i in range(n)]
-    if doc.is_map:
-        extra = [(f"zz-junk-{i}", v[1] if isinstance(v, tuple) else v) for i, v in enumerate(extra)]
     return replace(doc, records=doc.records + tuple(extra))
 
 
@@ -345,21 +347,16 @@ def swap_fields(doc: Doc) -> list[int]:
 
 
 def op_swap(doc: Doc, index: int) -> Doc | None:
-    """Exchange field `index` between the first two records where it differs (and the result is no reordering)."""
-    recs = list(doc.records)
-    for i in range(len(recs)):
-        fi = _fields(recs[i], doc.shape)
-        for k in range(i + 1, len(recs)):
-            fk = _fields(recs[k], doc.shape)
-            if fi is None or fk is None or fi[index] == fk[index]:
-                continue
-            new_recs = list(recs)
-            new_recs[i] = _with_field(recs[i], doc.shape, index, fk[index])
-            new_recs[k] = _with_field(recs[k], doc.shape, index, fi[index])
-            new = replace(doc, records=tuple(new_recs))
-            if not same_records(new, doc):
-                return new
-    return None
+    """Rotate field `index` across the records (each record gets the next one's value), so that every record
+    whose neighbour differs is wrong — including the ones a verifier grades when it ignores some (seed data)."""
+    fields = [_fields(r, doc.shape) for r in doc.records]
+    if len(fields) < 2 or any(f is None for f in fields):
+        return None
+    values = [f[index] for f in fields if f is not None]
+    rotated = values[1:] + values[:1]
+    new = replace(doc, records=tuple(_with_field(r, doc.shape, index, v) for r, v in zip(doc.records, rotated,
+                                                                                          strict=True)))
+    return None if same_records(new, doc) else new
 
 
 def op_reorder(doc: Doc) -> Doc | None:
@@ -442,9 +439,14 @@ def _trivial(prepared: dict[str, list[_File]], out: MutantSet) -> None:
                      cut if cut != writes else ()), "no data file with a header or four records")
     _add(out, Mutant("junk", Family.TRIVIAL, "every output replaced by same-shaped junk",
                      _writes(every, {f.path: _junk_file(f) for f in every})), "no content to replace")
+    # List everything in the list outputs, do nothing else: every other output is emptied, so the Oracle's work
+    # in other files cannot carry the mean.
     sup = {f.path: render(d) for f in _data(every) if f.doc and (d := op_superset(f.doc, _rng(f.path, "sup")))}
-    _add(out, Mutant("superset", Family.TRIVIAL, f"the Oracle's records plus {JUNK_FACTOR}x as many junk records",
-                     _writes(every, sup)), "no data output with records")
+    if sup:
+        sup = {f.path: sup.get(f.path, b"") for f in every}
+    _add(out, Mutant("superset", Family.TRIVIAL, f"list outputs: the Oracle's records plus {JUNK_FACTOR}x as many "
+                     "junk records; other outputs emptied", _writes(every, sup)),
+         "no data output with a list of records")
 
 
 def _add(out: MutantSet, m: Mutant, why_not: str) -> None:
@@ -525,7 +527,7 @@ def _swaps(unit: OutputUnit, files: list[_File], data: list[_File], out: MutantS
         if writes and key not in seen:  # with two fields, swapping either gives the same records
             seen.append(key)
             out.mutants.append(Mutant(f"swap_values[{index}]", Family.DESTRUCTIVE,
-                                      f"field {index} exchanged between two records", writes, unit=unit.root,
+                                      f"field {index} rotated across the records", writes, unit=unit.root,
                                       group=f"swap_values:{unit.root}"))
     if not seen:
         out.skipped.append(Skipped("swap_values", "no two records with different values"

@@ -45,6 +45,7 @@ def test_csv_gets_every_family():
     assert {m: ms[m].family for m in ms} == {
         "empty": Family.TRIVIAL, "header_only": Family.TRIVIAL, "junk": Family.TRIVIAL, "superset": Family.TRIVIAL,
         "drop_half": Family.DESTRUCTIVE, "perturb_numbers": Family.DESTRUCTIVE, "swap_values[0]": Family.DESTRUCTIVE,
+        "swap_values[1]": Family.DESTRUCTIVE,
         "reorder": Family.INFO, "duplicate": Family.INFO}
     assert _content(ms["header_only"], "/app/t.csv") == b"region,total\n"
     assert _content(ms["drop_half"], "/app/t.csv") == b"region,total\neast,9\nsouth,5\n"
@@ -70,7 +71,9 @@ def test_findings_list_without_header():
     assert ms["header_only"].family is Family.TRIVIAL
     swaps = [m for m in derive([_unit("/app/audit/findings.tsv", FINDINGS)], LIMIT).mutants if m.group]
     assert [m.name for m in swaps] == ["swap_values[0]", "swap_values[1]", "swap_values[2]"]
-    assert _content(swaps[1], "/app/audit/findings.tsv").startswith(b"a.conf\t7\tR1\nb.conf\t3\tR2\n")
+    # Field 1 rotated: every finding now points at its neighbour's line.
+    rotated = b"a.conf\t7\tR1\nb.conf\t9\tR2\nc.conf\t2\tR3\nd.conf\t3\tR4\n"
+    assert _content(swaps[1], "/app/audit/findings.tsv") == rotated
     # Three records: keeping one is a third of the work, not a trivial output; the file is emptied instead.
     three = _by_name([_unit("/app/f.tsv", b"a\t3\tR1\nb\t7\tR2\nc\t9\tR3\n")])
     assert "header_only" not in three
@@ -85,8 +88,9 @@ def test_few_records_are_emptied_not_halved_in_the_trivial_mutant():
 def test_json_map_and_wrapper():
     ms = _by_name([_unit("/app/t.json", b'{"north": 13.0, "south": 5.0, "east": 7.0, "west": 1.0}\n')])
     assert json.loads(_content(ms["header_only"], "/app/t.json")) == {"north": 13.0}
-    assert json.loads(_content(ms["swap_values[1]"], "/app/t.json")) == {"north": 5.0, "south": 13.0, "east": 7.0,
-                                                                          "west": 1.0}
+    assert json.loads(_content(ms["swap_values[1]"], "/app/t.json")) == {"north": 5.0, "south": 7.0, "east": 1.0,
+                                                                          "west": 13.0}
+    assert "superset" not in ms  # extra keys in an object are no list-everything shortcut
     assert json.loads(_content(ms["perturb_numbers"], "/app/t.json")) == {"north": 20.5, "south": 8.5, "east": 11.5,
                                                                            "west": 2.5}
     wrapped = _by_name([_unit("/app/f.json", json.dumps(
@@ -95,7 +99,7 @@ def test_json_map_and_wrapper():
     dropped = json.loads(_content(wrapped["drop_half"], "/app/f.json"))
     assert dropped == {"version": 1, "findings": [{"file": "a", "line": 3}, {"file": "c", "line": 9}]}
     swapped = json.loads(_content(wrapped["swap_values[0]"], "/app/f.json"))["findings"]
-    assert swapped[:2] == [{"file": "b", "line": 3}, {"file": "a", "line": 7}]
+    assert swapped == [{"file": "b", "line": 3}, {"file": "c", "line": 7}, {"file": "a", "line": 9}]
 
 
 def test_yaml_records():
@@ -122,13 +126,15 @@ def test_prose_gets_only_trivial_mutants():
 def test_tree_mutants_and_relevance_runs():
     tree = OutputUnit("/app/out", (OutputFile("/app/out/a.csv", b"item,qty\nbolt,3\ngear,1\nnut,5\n"),
                                    OutputFile("/app/out/b.csv", b"item,qty\nnut,10\n")), is_tree=True)
-    other = _unit("/app/notes.txt", b"done\n")
+    other = _unit("/app/notes.md", b"# Done\n")
     result = derive([tree, other], LIMIT)
     labels = {m.label: m for m in result.mutants}
     assert labels["delete_file:/app/out"].deletes == ("/app/out/a.csv",)  # the largest file
+    superset = dict(labels["superset"].writes)  # list everything in the lists, nothing else
+    assert superset["/app/notes.md"] == b"" and superset["/app/out/a.csv"].startswith(b"item,qty\nbolt,3\n")
     assert labels["unit_empty:/app/out"].family is Family.RELEVANCE
-    assert labels["unit_empty:/app/notes.txt"].family is Family.RELEVANCE
-    assert dict(labels["empty"].writes) == {"/app/out/a.csv": b"", "/app/out/b.csv": b"", "/app/notes.txt": b""}
+    assert labels["unit_empty:/app/notes.md"].family is Family.RELEVANCE
+    assert dict(labels["empty"].writes) == {"/app/out/a.csv": b"", "/app/out/b.csv": b"", "/app/notes.md": b""}
 
 
 def test_destructive_mutants_leave_the_records_the_image_already_had():
