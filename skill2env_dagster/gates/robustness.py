@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import logging
+import shlex
 import tarfile
 import time
 from collections.abc import Callable
@@ -43,14 +44,10 @@ _BATCH = (
     'S=' + STAGE + '\nTO=; command -v timeout >/dev/null 2>&1 && TO="timeout -s KILL $LIMIT"\n'
     'for id in "$@"; do\n'
     + REAP +
-    '  while IFS= read -r p; do rm -rf "$p"; done < "$S/tops"\n'
-    '  cp -a "$S/orig/." / 2>/dev/null\n'
-    '  [ -d "$S/$id" ] && cp -a "$S/$id/." / 2>/dev/null\n'
-    '  [ -f "$S/$id.del" ] && while IFS= read -r p; do rm -rf "$p"; done < "$S/$id.del"\n'
-    '  rm -rf /tests; cp -a "$S/tests" /tests\n'
-    '  rm -rf /tmp/* /tmp/.[!.]* /tmp/..?* 2>/dev/null\n'
-    f'  rm -rf {CONTAINER_VERIFIER_LOGS}; mkdir -p {CONTAINER_VERIFIER_LOGS}\n'
-    f'  L={CONTAINER_VERIFIER_LOGS}/test-stdout.txt; rm -f "$L.fifo"; mkfifo "$L.fifo"\n'
+    '  . "$S/clear.sh"\n'  # one rm: every output root, /tests, /tmp's content, /logs/verifier
+    '  cp -a "$S/orig/." "$S/$id/." "$S/tests" / 2>/dev/null\n'  # the Oracle's outputs, the mutant's, the tests
+    '  [ -f "$S/$id.del.sh" ] && . "$S/$id.del.sh"\n'
+    f'  L={CONTAINER_VERIFIER_LOGS}/test-stdout.txt; mkdir -p {CONTAINER_VERIFIER_LOGS}; mkfifo "$L.fifo"\n'
     '  head -c "$CAP" < "$L.fifo" > "$L" 2>/dev/null &\n'
     '  (cd "$WD" 2>/dev/null; exec $TO /tests/test.sh) > "$L.fifo" 2>&1 < /dev/null\n'
     '  f=-; for c in ' + f'{CONTAINER_VERIFIER_LOGS}/reward.json {CONTAINER_VERIFIER_LOGS}/reward.txt' + '; do\n'
@@ -121,8 +118,14 @@ def _add_dir(tar: tarfile.TarFile, name: str, mode: int) -> None:
     tar.addfile(info)
 
 
+def _rm(paths: list[str]) -> str:
+    """One `rm -rf` of these paths, each quoted for the shell (paths come from the Oracle's outputs)."""
+    return "rm -rf -- " + " ".join(shlex.quote(p) for p in paths)
+
+
 def stage_tar(units: list[OutputUnit], mutants: list[Mutant], tests_dir: Path) -> bytes:
-    """The workbench: the Oracle's outputs, each mutant's changed files and deletions, the unit roots, tests."""
+    """The workbench: the Oracle's outputs, each mutant's changed files and deletions (a sourced `rm`), the
+    `clear.sh` run before every verifier run, and the tests."""
     base = STAGE.strip("/")
     modes = {f.path: f.mode for u in units for f in u.files}
     buf = io.BytesIO()
@@ -136,8 +139,9 @@ def stage_tar(units: list[OutputUnit], mutants: list[Mutant], tests_dir: Path) -
             for path, data in m.writes:
                 _add_file(tar, f"{base}/m{i}{path}", data, modes.get(path, 0o644))
             if m.deletes:
-                _add_file(tar, f"{base}/m{i}.del", "".join(p + "\n" for p in m.deletes).encode(), 0o644)
-        _add_file(tar, f"{base}/tops", "".join(u.root + "\n" for u in units).encode(), 0o644)
+                _add_file(tar, f"{base}/m{i}.del.sh", _rm(m.deletes).encode(), 0o644)
+        clear = _rm([u.root for u in units] + ["/tests", CONTAINER_VERIFIER_LOGS]) + " /tmp/* /tmp/.[!.]* /tmp/..?*"
+        _add_file(tar, f"{base}/clear.sh", clear.encode() + b"\n", 0o644)
         with tarfile.open(fileobj=io.BytesIO(tar_dir(tests_dir, f"{base}/tests"))) as tests:
             for info in tests:
                 tar.addfile(info, tests.extractfile(info) if info.isfile() else None)

@@ -33,6 +33,7 @@ KIT = "zz-s2e-kit"
 MAX_TOOLS = 60
 BASE_MODULES = ("json", "csv", "re", "pathlib", "math", "statistics", "collections")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.+-]*")
+_SEGMENT = re.compile(r"\|\||&&|[|;&`(]|\$\(")
 _SHELL_WORDS = frozenset((
     "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in", "function",
     "select", "time", "return", "exit", "local", "export", "readonly", "set", "unset", "shift", "true", "false",
@@ -60,7 +61,7 @@ echo forged
 # (`mv` itself last), and /etc/ld.so.preload is written last with a shell builtin.
 PLANT = f"""K={KIT}
 realdir() {{ (cd "$1" 2>/dev/null && pwd -P); }}
-put() {{ mkdir -p "$2" 2>/dev/null; d=$(realdir "$2") || return 0; [ -n "$d" ] || return 0
+put() {{ [ -d "$2" ] || mkdir -p "$2" 2>/dev/null; d=$(realdir "$2") || return 0; [ -n "$d" ] || return 0
   printf '#!/bin/sh\\nexit 0\\n' > "$d/$3" 2>/dev/null && printf 'PLANT %s %s\\n' "$1" "${{d%/}}/$3"; }}
 for py in python3 python; do
   command -v "$py" >/dev/null 2>&1 || continue
@@ -91,21 +92,32 @@ echo planted
 
 
 def tool_names(tests_dir: Path) -> list[str]:
-    """Words of the tests' shell scripts and shebang interpreters that may name a tool (the container keeps
-    only those that resolve to a file on PATH)."""
+    """Interpreters of the tests' files (shebangs) and the words in command position of their shell scripts
+    (after a pipe, ;, &&, ||, $( or a shell keyword); the container keeps only those that resolve on PATH."""
     names: list[str] = []
     for p in sorted(tests_dir.rglob("*")):
         if not p.is_file() or p.is_symlink():
             continue
         text = p.read_bytes()[:200_000].decode("utf-8", errors="replace")
         first = text.split("\n", 1)[0]
-        if first.startswith("#!"):
-            names += [w.rsplit("/", 1)[-1] for w in first[2:].split()[:2]]
-        if p.suffix in (".sh", ".bash") or "sh" in first.rsplit("/", 1)[-1]:
-            for line in text.splitlines():
-                names += _WORD.findall(line.split("#", 1)[0] if not line.lstrip().startswith("#!") else "")
-    keep = [n for n in dict.fromkeys(names) if n not in _SHELL_WORDS and n != "env" and not n[0].isupper()]
+        shebang = first[2:].split() if first.startswith("#!") else []
+        names += [w.rsplit("/", 1)[-1] for w in shebang[:2]]
+        if p.suffix in (".sh", ".bash") or (shebang and shebang[-1].rsplit("/", 1)[-1].endswith("sh")):
+            for line in text.splitlines()[1 if shebang else 0:]:
+                names += _command_words(line.split(" #", 1)[0] if not line.lstrip().startswith("#") else "")
+    keep = [n for n in dict.fromkeys(names) if n not in _SHELL_WORDS and n != "env"]
     return keep[:MAX_TOOLS]
+
+
+def _command_words(line: str) -> list[str]:
+    out = []
+    for segment in _SEGMENT.split(line):
+        words = segment.split()
+        while words and ("=" in words[0] or words[0] in _SHELL_WORDS or words[0] in ("!", "{", "}")):
+            words = words[1:]  # assignments and keywords before the command
+        if words and _WORD.fullmatch(words[0]):
+            out.append(words[0])
+    return out
 
 
 def python_modules(tests_dir: Path) -> list[str]:

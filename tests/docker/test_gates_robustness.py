@@ -138,3 +138,17 @@ def test_committed_states_are_removed(make_task, docker_client):
     gate_task(make_task(base="good_records"), SETTINGS)
     left = docker_client.images.list(filters={"label": f"skill2env.gate={RUN_ID}"})
     assert not left, [i.tags for i in left]
+
+
+def test_a_deviating_control_reruns_the_mutants_in_fresh_containers(make_task):
+    """A verifier whose side effect spoils its next run in the same container: the batch's control deviates,
+    so every mutant reruns in a fresh container from the Oracle's committed state (taken before the verifier)."""
+    task = make_task(name="side-effect")
+    test_sh = task / "tests" / "test.sh"
+    test_sh.write_text(test_sh.read_text().replace("answer_file=/app/answer.txt",
+                                                   "[ -e /app/.seen ] && answer_file=/nonexistent\n"
+                                                   "touch /app/.seen\nanswer_file=${answer_file:-/app/answer.txt}"))
+    report = gate_task(task, SETTINGS)
+    assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
+    assert "fresh container" in _check(report, "mutants").evidence
+    assert _attempt(report, "perturb_numbers:/app/answer.txt").metrics == {"format": 1.0, "correct": 0.0}

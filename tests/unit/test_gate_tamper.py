@@ -141,8 +141,9 @@ def test_stage_holds_the_oracle_outputs_each_mutant_and_the_tests(tmp_path):
         assert members[f"{base}/orig/app/out/a.csv"].mode == 0o600
         assert members[f"{base}/orig/app/out"].isdir() and members[f"{base}/orig/app/out"].mode == 0o750
         assert members[f"{base}/m0/app/out/a.csv"].size == 0
-        assert tar.extractfile(f"{base}/m1.del").read() == b"/app/out/a.csv\n"
-        assert tar.extractfile(f"{base}/tops").read() == b"/app/out\n"
+        assert tar.extractfile(f"{base}/m1.del.sh").read() == b"rm -rf -- /app/out/a.csv"
+        clear = tar.extractfile(f"{base}/clear.sh").read()
+        assert clear.startswith(b"rm -rf -- /app/out /tests /logs/verifier /tmp/*")
         assert members[f"{base}/tests/test.sh"].mode & 0o111
 
 
