@@ -113,6 +113,15 @@ def _walk_upper(upper: str, lowers: list[str]) -> list[Change]:
     return out
 
 
+def fast_view(container: Container) -> bool:
+    """Whether this host can read the container's upper directory (see the module docstring)."""
+    try:
+        container.reload()
+    except docker.errors.APIError:
+        return False
+    return _upper_dirs(container) is not None
+
+
 def engine_changes(container: Container, use_upper_dir: bool = True) -> list[Change]:
     """Every path the container added, modified or deleted relative to its image (see `leaves`), Docker's own
     mount points excluded.

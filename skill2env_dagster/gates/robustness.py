@@ -26,7 +26,7 @@ from skill2env_dagster.gates.container import MAX_READ, REAP, tar_dir
 from skill2env_dagster.gates.mutants import Family, Mutant, MutantSet, as_good_as, derive, judge, mean
 from skill2env_dagster.gates.outputs import OutputFile, OutputPlan, OutputUnit
 from skill2env_dagster.gates.reward import Reward
-from skill2env_dagster.gates.sandbox import VERIFIER_ENV, Sandbox, TrialStatus, image_files, reward_from
+from skill2env_dagster.gates.sandbox import VERIFIER_ENV, ImageReader, Sandbox, TrialStatus, reward_from
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import AttemptKind, CheckResult, CheckVerdict, ShortcutAttempt
 from skill2env_dagster.models.task_dir import CONTAINER_VERIFIER_LOGS
@@ -80,7 +80,8 @@ def collect_outputs(sb: Sandbox, plan: OutputPlan, settings: GateSettings) -> tu
     files the Oracle modified (so that destructive mutants touch only what the Oracle wrote); notes say what
     was left out."""
     notes = list(plan.notes)
-    bases = image_files(sb.client, sb.image, sorted(plan.modified), settings, settings.max_output_bytes)
+    with ImageReader(sb.client, sb.image, settings) as image:
+        bases = image.files(sorted(plan.modified), settings.max_output_bytes)
     units: list[OutputUnit] = []
     total = files = 0
     for root in plan.roots:
@@ -118,7 +119,7 @@ def _add_dir(tar: tarfile.TarFile, name: str, mode: int) -> None:
     tar.addfile(info)
 
 
-def _rm(paths: list[str]) -> str:
+def _rm(paths: list[str] | tuple[str, ...]) -> str:
     """One `rm -rf` of these paths, each quoted for the shell (paths come from the Oracle's outputs)."""
     return "rm -rf -- " + " ".join(shlex.quote(p) for p in paths)
 

@@ -2,11 +2,13 @@
 
 Runtime stages, in order: the Oracle (must score 1 on every metric), the no-op (must score 0), solution/wrong.sh
 (below 1 somewhere), mutation testing of the verifier on the Oracle's final state (robustness.py), the
-creator-authored cheats (each at most the shortcut threshold) and the tamper kit (tamper_kit.py, in the no-op's
-container after the no-op). The verdict is `retained` only when no check failed or errored; a failed check makes
-it `rejected` with that check's reason; a check that could not run (engine down, registry down, a crash) makes it
-`infra_failed` — never a pass. A check that does not apply is `skipped` and says why (e.g. mutation testing turned
-off, no output visible to the engine).
+creator-authored cheats (each at most the shortcut threshold) and the tamper kit (tamper_kit.py). Runs that start
+from the image (no-op, wrong.sh, cheats, forge attacks) share one container reset to the image between them.
+
+The verdict is `retained` only when no check failed or errored; a failed check makes it `rejected` with that
+check's reason; a check that could not run (engine down, registry down, a crash) makes it `infra_failed` — never
+a pass. A check that does not apply is `skipped` and says why (e.g. mutation testing turned off, no output visible
+to the engine).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import docker
@@ -28,7 +31,14 @@ from skill2env_dagster.gates.mutants import mean
 from skill2env_dagster.gates.outputs import plan_outputs
 from skill2env_dagster.gates.reward import all_full, all_zero
 from skill2env_dagster.gates.robustness import MutationInputs, collect_outputs, mutation_stage
-from skill2env_dagster.gates.sandbox import Sandbox, TrialStatus, VerifyOutcome, image_policy, remove_image
+from skill2env_dagster.gates.sandbox import (
+    ImageReader,
+    Sandbox,
+    TrialStatus,
+    VerifyOutcome,
+    image_policy,
+    remove_image,
+)
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.gates.static_checks import run_static_checks
 from skill2env_dagster.gates.tamper import TamperPolicy
@@ -113,7 +123,9 @@ class _Gate:
     policy: TamperPolicy | None = None
     checks: list[CheckResult] = field(default_factory=list)
     snapshots: list[str] = field(default_factory=list)
-    kit_seconds: float = 0.0
+    reuse: bool = True  # runs from the image share the no-op's container while its resets verify
+    cheats_check: CheckResult = field(default_factory=lambda: _skipped("cheats", "not reached"))
+    kit_check: CheckResult = field(default_factory=lambda: _skipped("tamper_kit", "not reached"))
 
     def open_box(self, image: str) -> Sandbox:
         _raise_if_cancelled()
@@ -153,21 +165,10 @@ class _Gate:
     def _stages(self) -> None:
         mutants = self._oracle()
         oracle_ok = all(c.verdict is CheckVerdict.PASS for c in self.checks if c.name == "oracle")
-        nop_ok = self._nop(oracle_ok)
-        if self.settings.run_wrong and self.task.wrong_script.is_file():
-            wrong = self.solve("wrong.sh")
-            self.report.wrong = wrong.metrics
-            self.checks.append(_judge("wrong_solution", wrong, lambda m: not all_full(m),
-                                      ReasonCode.WRONG_SOLUTION_PASSED, ReasonCode.WRONG_SOLUTION_TIMEOUT,
-                                      self.timeouts))
+        self._pristine(oracle_ok)
         self.checks.append(mutants or _skipped("mutants", "the Oracle did not pass"))
-        self._cheats(oracle_ok and nop_ok)
-        if self.settings.tamper_kit and oracle_ok and nop_ok:
-            self.checks.append(kit_check(self.report.tamper, self.kit_seconds))
-        elif self.settings.tamper_kit:
-            self.checks.append(_skipped("tamper_kit", "the Oracle or no-op gate failed first"))
-        else:
-            self.checks.append(_skipped("tamper_kit", "tamper kit turned off"))
+        self.checks.append(self.cheats_check)
+        self.checks.append(self.kit_check)
 
     def _oracle(self) -> CheckResult | None:
         """The Oracle, then (in the same container) mutation testing; returns the `mutants` check."""
@@ -209,42 +210,82 @@ class _Gate:
         units, notes = collect_outputs(sb, plan, self.settings)
         return MutationInputs(units, notes, snapshot, {}, 0.0)
 
-    def _nop(self, oracle_ok: bool) -> bool:
-        """The no-op; then, in the same container, the tamper kit: the forge attacks need a verifier run on an
-        unsolved state (which must stay at the no-op's 0), the plants only the engine's view, so they come last."""
-        with self.open_box(self.image) as sb:
+    def _pristine(self, oracle_ok: bool) -> None:
+        """Every run that starts from the image, in one container reset to the image between runs (a fresh
+        container when a reset cannot be verified): the no-op, wrong.sh, the cheats, the tamper kit's forge
+        attacks (a verifier run on an unsolved state, which must stay at the no-op's 0) and, last because they
+        break the container, its plants. A cheat or wrong.sh that passes is confirmed in a fresh container
+        before it counts."""
+        with self.open_box(self.image) as sb, ImageReader(self.client, self.image, self.settings) as image:
             nop = sb.verify()
             self.report.nop = nop.metrics
-            check = _judge("nop", nop, all_zero, ReasonCode.NOP_FAILED, ReasonCode.NOP_FAILED, self.timeouts)
-            self.checks.append(check)
-            if self.settings.tamper_kit and check.ok and oracle_ok:
-                _raise_if_cancelled()
-                start = time.perf_counter()
-                self.report.tamper = [run_forge(sb, self.task.tests_dir), *run_plants(sb, self.task.tests_dir)]
-                self.kit_seconds = time.perf_counter() - start
-        return check.ok
+            nop_check = _judge("nop", nop, all_zero, ReasonCode.NOP_FAILED, ReasonCode.NOP_FAILED, self.timeouts)
+            self.checks.append(nop_check)
+            baseline_ok = oracle_ok and nop_check.ok
+            if self.settings.run_wrong and self.task.wrong_script.is_file():
+                wrong = self._from_image(sb, image, "wrong.sh", lambda o: o.status is TrialStatus.OK
+                                         and all_full(o.metrics))
+                self.report.wrong = wrong.metrics
+                self.checks.append(_judge("wrong_solution", wrong, lambda m: not all_full(m),
+                                          ReasonCode.WRONG_SOLUTION_PASSED, ReasonCode.WRONG_SOLUTION_TIMEOUT,
+                                          self.timeouts))
+            self.cheats_check = self._cheats(sb, image, baseline_ok)
+            self.kit_check = self._kit(sb, image, baseline_ok)
 
-    def _cheats(self, baseline_ok: bool) -> None:
+    def _from_image(self, sb: Sandbox, image: ImageReader, script: str,
+                    suspicious: Callable[[VerifyOutcome], bool]) -> VerifyOutcome:
+        """solution/<script> from the image's state: in `sb` after a verified reset, else in a fresh sandbox."""
+        _raise_if_cancelled()
+        if not (self.reuse and sb.reset(image)):
+            self.reuse = False
+            return self.solve(script)
+        res = sb.run_solution(self.task.solution_dir, script, self.timeouts[0])
+        if res.timed_out:
+            self.reuse = False  # the watchdog killed the container
+            return VerifyOutcome(TrialStatus.SOLUTION_TIMEOUT, seconds=res.seconds)
+        outcome = sb.verify()
+        return self.solve(script) if suspicious(outcome) else outcome
+
+    def _cheats(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> CheckResult:
         scripts = self.task.cheat_scripts()
         if not self.settings.run_cheats:
-            self.checks.append(_skipped("cheats", "cheats turned off"))
-            return
+            return _skipped("cheats", "cheats turned off")
         if not scripts:
-            self.checks.append(_skipped("cheats", "no solution/cheats/*.sh"))
-            return
+            return _skipped("cheats", "no solution/cheats/*.sh")
         if not baseline_ok:
-            self.checks.append(_skipped("cheats", "the Oracle or no-op gate failed first"))
-            return
+            return _skipped("cheats", "the Oracle or no-op gate failed first")
         start = time.perf_counter()
+        threshold = self.settings.shortcut_threshold
         for script in scripts:
             rel = script.relative_to(self.task.solution_dir).as_posix()
-            self.report.cheats.append(_cheat(rel, self.solve(rel), self.settings.shortcut_threshold))
+            outcome = self._from_image(sb, image, rel, partial(_passes, name=rel, threshold=threshold))
+            self.report.cheats.append(_cheat(rel, outcome, threshold))
         failed = [a for a in self.report.cheats if a.verdict is CheckVerdict.FAIL]
+        where = "in the no-op's container, reset between runs" if self.reuse else "in fresh containers"
         evidence = ("; ".join(f"{a.name}: {a.evidence}" for a in failed) if failed
-                    else f"{len(scripts)} cheats, each at most {self.settings.shortcut_threshold}")
-        self.checks.append(CheckResult(name="cheats", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
-                                       reason=ReasonCode.SHORTCUT_PASSED if failed else None,
-                                       evidence=evidence[:4000], seconds=round(time.perf_counter() - start, 4)))
+                    else f"{len(scripts)} cheats ({where}), each at most {threshold}")
+        return CheckResult(name="cheats", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
+                           reason=ReasonCode.SHORTCUT_PASSED if failed else None, evidence=evidence[:4000],
+                           seconds=round(time.perf_counter() - start, 4))
+
+    def _kit(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> CheckResult:
+        if not self.settings.tamper_kit:
+            return _skipped("tamper_kit", "tamper kit turned off")
+        if not baseline_ok:
+            return _skipped("tamper_kit", "the Oracle or no-op gate failed first")
+        _raise_if_cancelled()
+        start = time.perf_counter()
+        if self.reuse and sb.reset(image):
+            forge = run_forge(sb, self.task.tests_dir)
+        else:
+            with self.open_box(self.image) as fresh:
+                forge = run_forge(fresh, self.task.tests_dir)
+        self.report.tamper = [forge, *run_plants(sb, self.task.tests_dir)]
+        return kit_check(self.report.tamper, time.perf_counter() - start)
+
+
+def _passes(o: VerifyOutcome, name: str, threshold: float) -> bool:
+    return _cheat(name, o, threshold).verdict is CheckVerdict.FAIL
 
 
 def _cheat(name: str, o: VerifyOutcome, threshold: float) -> ShortcutAttempt:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import shlex
 import tarfile
 import time
 import uuid
@@ -38,7 +39,15 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from skill2env_dagster.gates.changes import Change, engine_changes
+from skill2env_dagster.gates.changes import (
+    Change,
+    ChangeKind,
+    engine_changes,
+    fast_view,
+    is_under,
+    parent_of,
+    top_level,
+)
 from skill2env_dagster.gates.container import LABEL, MAX_READ, REAP, ExecResult, Trial
 from skill2env_dagster.gates.reward import Reward, parse_reward
 from skill2env_dagster.gates.settings import GateSettings
@@ -242,8 +251,9 @@ class Sandbox:
         try:
             self.trial.put_dir(self.tests_dir, CONTAINER_TESTS.strip("/"))
             # The tests leave with the verifier: a later agent phase in this sandbox must not see them.
+            # Leftovers of the verifier are reaped too, so a reset() needs no reaper of its own.
             res = self.trial.run_script([f"{CONTAINER_TESTS}/test.sh"], VERIFIER_LOG, timeout, REAP + CLEAN,
-                                        f"{PRINT_REWARD}\nrm -rf {CONTAINER_TESTS}",
+                                        f"{PRINT_REWARD}\nrm -rf {CONTAINER_TESTS}\n{REAP}",
                                         env={**VERIFIER_ENV, **self.config.verifier.env})
         except docker.errors.APIError as e:
             if self.trial.alive():
@@ -262,6 +272,35 @@ class Sandbox:
         return VerifyOutcome(status, reward, (), settled.changes, seconds)
 
     # --- state -------------------------------------------------------------------------------------------------
+    def reset(self, image: ImageReader) -> bool:
+        """Back to the image's filesystem after a verify, for another solution run in this container (cheaper
+        than a fresh one): what the runs added is removed, what they changed or deleted is put back from the
+        image, /tmp, /dev/shm and /logs are emptied. Needs the fast engine view, and checks its work with it:
+        False (use a fresh container) when anything but the restored copies still differs from the image, or
+        when a copy would have to be restored into the toolchain (the next run's tamper check could not tell a
+        restored copy from a changed one)."""
+        if self.dirty or not self.settings.read_upper_dir or not fast_view(self.trial.box):
+            return False
+        changes = engine_changes(self.trial.box)
+        added = top_level([c.path for c in changes if c.kind is ChangeKind.ADDED])
+        restore = top_level([c.path for c in changes if c.kind is not ChangeKind.ADDED])
+        if any(self.policy.rule(p) for p in restore):
+            return False  # a restored copy in the toolchain would hide the next run's tampering with it
+        archives = {p: image.archive(p) for p in restore}
+        if any(a is None for a in archives.values()):
+            return False
+        wipe = " ".join(shlex.quote(p) for p in [*added, *restore])
+        res = self.trial.sh(f"rm -rf -- {wipe} /tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /logs/* 2>/dev/null\n"
+                            "mkdir -p /logs/agent /logs/verifier && echo reset", 30)
+        if b"reset" not in res.output:
+            return False
+        for p, data in archives.items():
+            assert data is not None
+            self.trial.put_tar(data, parent_of(p))
+        after = engine_changes(self.trial.box)
+        self._settled = None
+        return all(c.kind is ChangeKind.MODIFIED and any(is_under(c.path, r) for r in restore) for c in after)
+
     def commit(self) -> str:
         """Snapshot the container's filesystem (tmpfs mounts excluded) as an image; the caller removes it."""
         tag = uuid.uuid4().hex[:16]
@@ -272,6 +311,48 @@ class Sandbox:
         """{absolute path: (content, or None for a folder; mode)} of `path` and everything below it, read through
         the engine; None when the files hold more than `max_bytes` together. Symlinks and devices are skipped."""
         return read_archive(self.trial.box, path, max_bytes)
+
+
+class ImageReader:
+    """A created, never started container of an image: the image's own files, read through the engine."""
+
+    def __init__(self, client: docker.DockerClient, image: str, settings: GateSettings) -> None:
+        self.client, self.image, self.settings = client, image, settings
+        self.box: Container | None = None
+
+    def __enter__(self) -> ImageReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.box is not None:
+            with contextlib.suppress(docker.errors.APIError):
+                self.box.remove(force=True)
+
+    def _container(self) -> Container:
+        if self.box is None:  # made on first use: most resets have nothing to put back
+            self.box = self.client.containers.create(self.image, entrypoint=["true"], network_mode="none",
+                                                     labels={LABEL: self.settings.run_id})
+        return self.box
+
+    def archive(self, path: str) -> bytes | None:
+        """The tar `docker cp` gives for `path` (rooted at its name), or None when the image has no such path."""
+        try:
+            stream, _ = self._container().get_archive(path)
+        except docker.errors.NotFound:
+            return None
+        return b"".join(stream)
+
+    def files(self, paths: list[str], max_bytes: int) -> dict[str, bytes]:
+        """The image's version of some regular files (missing or larger ones are left out)."""
+        out: dict[str, bytes] = {}
+        for p in paths:
+            try:
+                entries = read_archive(self._container(), p, max_bytes) or {}
+            except docker.errors.NotFound:
+                continue
+            if isinstance(data := entries.get(p, (None, 0))[0], bytes):
+                out[p] = data
+        return out
 
 
 def read_archive(box: Container, path: str, max_bytes: int) -> dict[str, tuple[bytes | None, int]] | None:
@@ -291,28 +372,6 @@ def read_archive(box: Container, path: str, max_bytes: int) -> dict[str, tuple[b
                     return None
                 f = tar.extractfile(info)
                 out[dest] = (f.read() if f else b"", info.mode)
-    return out
-
-
-def image_files(client: docker.DockerClient, image: str, paths: list[str], settings: GateSettings,
-                max_bytes: int) -> dict[str, bytes]:
-    """The image's own version of some files (a created, never started container; removed at once)."""
-    if not paths:
-        return {}
-    box = client.containers.create(image, entrypoint=["true"], network_mode="none",
-                                   labels={LABEL: settings.run_id})
-    out: dict[str, bytes] = {}
-    try:
-        for p in paths:
-            try:
-                entries = read_archive(box, p, max_bytes) or {}
-            except docker.errors.NotFound:
-                continue
-            if isinstance(data := entries.get(p, (None, 0))[0], bytes):
-                out[p] = data
-    finally:
-        with contextlib.suppress(docker.errors.APIError):
-            box.remove(force=True)
     return out
 
 

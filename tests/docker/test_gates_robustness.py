@@ -44,6 +44,7 @@ def test_script_output_gets_only_program_mutants_and_its_cheats_run(make_task):
     assert [a.name for a in report.cheats] == ["cheats/echo_sample.sh", "cheats/header_only.sh"]
     assert _attempt(report, "cheats/echo_sample.sh").metrics["sample"] == 1.0  # right on the visible sample only
     assert _check(report, "cheats").verdict is CheckVerdict.PASS
+    assert "reset between runs" in _check(report, "cheats").evidence  # no container per cheat
 
 
 def test_tree_output_loses_reward_when_a_file_is_deleted(make_task):

@@ -126,3 +126,25 @@ def test_tests_leave_with_the_verifier_so_a_later_turn_cannot_read_them(world):
         assert res.output.strip() == b"0"
         out = sb.verify()
     assert out.status is TrialStatus.OK and out.value == 1.0
+
+
+def test_reset_brings_the_image_back(world):
+    from skill2env_dagster.gates.sandbox import ImageReader
+
+    client, image, config, tests = world
+    with _box(world) as sb, ImageReader(client, image, SETTINGS) as reader:
+        original = sb.run("cat /app/data.txt", timeout=30).output
+        sb.exec("echo junk >> /app/data.txt; rm /app/data.txt; echo back > /app/data.txt; chmod 600 /app/data.txt; "
+                "mkdir -p /app/new/deep && echo x > /app/new/deep/f; echo t > /tmp/t; rm -rf /etc/apt; "
+                "echo 7 > /app/answer.txt", timeout=30)
+        assert sb.verify().metrics == {"format": 1.0, "correct": 1.0}
+        assert sb.reset(reader)
+        state = sb.run("cat /app/data.txt; stat -c %a /app/data.txt; ls /app /tmp; ls -d /etc/apt", 30).output
+        assert state.startswith(original) and b"644" in state and b"new" not in state and b"answer" not in state
+        assert b"/etc/apt" in state
+        out = sb.verify()  # a clean start: nothing that looks solved
+        assert out.status is TrialStatus.OK and out.metrics == {"format": 0.0, "correct": 0.0}
+        # A run that touched the toolchain cannot be reset (a restored copy would hide the next run's tampering).
+        sb.exec("rm -rf /usr/share/doc", timeout=30)
+        assert sb.verify().status is TrialStatus.TAMPER_DETECTED
+        assert not sb.reset(reader)
