@@ -131,7 +131,7 @@ def test_tests_leave_with_the_verifier_so_a_later_turn_cannot_read_them(world):
 def test_reset_brings_the_image_back(world):
     from skill2env_dagster.gates.sandbox import ImageReader
 
-    client, image, config, tests = world
+    client, image, _, _ = world
     with _box(world) as sb, ImageReader(client, image, SETTINGS) as reader:
         original = sb.run("cat /app/data.txt", timeout=30).output
         sb.exec("echo junk >> /app/data.txt; rm /app/data.txt; echo back > /app/data.txt; chmod 600 /app/data.txt; "
