@@ -20,6 +20,7 @@ fi
 bash deploy/build-image.sh >/dev/null || log "project image could not be built: the scale-out test will build or skip"
 bash scripts/postgres-up.sh >/dev/null || log "PostgreSQL unavailable: postgres tests will skip"
 bash scripts/browser-up.sh >/dev/null || log "chromium/playwright unavailable: browser tests will skip"
+bash scripts/harbor-up.sh >/dev/null || log "Harbor venv unavailable: the Harbor acceptance test will make it or skip"
 
 python -m pytest -p no:cacheprovider "$@"
 rc=$?

@@ -77,6 +77,10 @@ class ReasonCode(StrEnum):
     REWARD_EMPTY = "reward_empty"
     WRONG_SOLUTION_TIMEOUT = "wrong_solution_timeout"
     IMAGE_LEAKS_GRADING = "image_leaks_grading"
+    # --- gates: verifier robustness (mutants, cheats, tamper kit) -------------------------------------------
+    VERIFIER_INSENSITIVE = "verifier_insensitive"
+    SHORTCUT_PASSED = "shortcut_passed"
+    TAMPER_VULNERABLE = "tamper_vulnerable"
     # --- probe / export -------------------------------------------------------------------------
     TASK_METADATA_INVALID = "task_metadata_invalid"
     SOURCE_SKILL_UNKNOWN = "source_skill_unknown"

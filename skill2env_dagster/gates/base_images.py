@@ -87,7 +87,7 @@ def _existing_digest(flavour: str, registry: str) -> str | None:
         return resolve_digest(registry, f"s2e-{flavour}", SUITE)
     except InfraError:
         raise
-    except Exception:  # noqa: BLE001 - a missing tag (InputError) just means "build it"
+    except Exception:
         return None
 
 

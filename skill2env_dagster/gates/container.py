@@ -1,27 +1,29 @@
-"""One hardened, throw-away container per trial, driven through the Docker SDK.
+"""One hardened, throw-away container, driven through the Docker SDK (sandbox.py builds the trial API on it).
 
-Every trial container runs with no network, all capabilities dropped, no-new-privileges, pids/memory/CPU limits,
-an init process, and tmpfs on /tmp and /logs. Scripts run with their output piped into a capped log, under a
-watchdog that kills the whole container at the deadline (which ends every process it holds). Containers are
-tracked while alive so that Ctrl-C can kill them all; `Trial` always removes its container on exit.
+Every container runs with no network, all capabilities dropped, no-new-privileges, pids/memory/CPU limits, an init
+process, and tmpfs on /tmp and /logs. Scripts run with their output piped into a capped log, under a watchdog that
+acts at the deadline (by default it kills the whole container, which ends every process it holds). Containers
+are tracked while alive so that Ctrl-C can kill them all; `Trial` always removes its container on exit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import tarfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 import docker.errors
 from docker.models.containers import Container
+from docker.types import LogConfig
 
 from skill2env_dagster.gates.settings import GateSettings
-from skill2env_dagster.models.task_dir import CONTAINER_REWARD_JSON, CONTAINER_REWARD_TXT, CONTAINER_VERIFIER_LOGS
 from skill2env_dagster.reasons import InfraError, ReasonCode
 
 log = logging.getLogger(__name__)
@@ -31,17 +33,20 @@ MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed any
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
 
-# Kill every process except PID 1 (init), the keeper and this shell, until none is left (a fork bomb respawns).
-_REAP = """keep="1 $KEEPER $$"
-for round in 1 2 3 4 5 6 7 8 9 10; do
-  n=0
+# Kill every process except PID 1 (init), the keeper and this shell. SIGSTOP to all first (kill(-1) is atomic
+# with respect to fork, so nothing can fork or respawn while we enumerate), then SIGKILL each, then resume the
+# keeper. This ends setsid'd daemons, double forks and fork bombs alike: they all live in the container's PID
+# namespace. Only shell builtins are used, so the reaper needs no fork and works with a full process table.
+REAP = """keep=" 1 $KEEPER $$ "
+kill -s STOP -1 2>/dev/null
+for round in 1 2 3; do
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
-    case " $keep " in *" $p "*) continue;; esac
-    kill -9 "$p" 2>/dev/null && n=$((n+1))
+    case "$keep" in *" $p "*) continue;; esac
+    kill -s KILL "$p" 2>/dev/null
   done
-  [ "$n" -eq 0 ] && break
 done
+kill -s CONT "$KEEPER" 2>/dev/null
 """
 
 # Print the keeper's pid (init's child) and any grading path the image should not contain, then make log dirs.
@@ -57,6 +62,7 @@ class ExecResult:
     timed_out: bool
     seconds: float
     output: bytes = b""
+    died: bool = False  # the container stopped (or vanished) under us
 
 
 def client_for(settings: GateSettings) -> docker.DockerClient:
@@ -74,33 +80,47 @@ def kill_all_live(client: docker.DockerClient) -> None:
     with _LIVE_LOCK:
         ids = list(_LIVE)
     for cid in ids:
-        try:
+        with contextlib.suppress(docker.errors.APIError):
             client.api.kill(cid)
-        except docker.errors.APIError:
-            pass
+
+
+def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    if info.isfile() and info.name.endswith(".sh"):
+        info.mode |= 0o755
+    return info
 
 
 def tar_dir(src: Path, dest_name: str) -> bytes:
     """Tar `src` as top-level folder `dest_name`, scripts executable (Harbor chmods them too)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        def _filter(info: tarfile.TarInfo) -> tarfile.TarInfo:
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            if info.isfile() and info.name.endswith(".sh"):
-                info.mode |= 0o755
-            return info
-
-        tar.add(str(src), arcname=dest_name, filter=_filter)
+        tar.add(str(src), arcname=dest_name, filter=_root_owned)
     return buf.getvalue()
+
+
+def _bytes(out: bytes | Iterator[bytes] | None) -> bytes:
+    """exec_run gives bytes when not streaming; the SDK's type also allows an iterator."""
+    if out is None or isinstance(out, bytes):
+        return out or b""
+    return b"".join(out)
+
+
+def _is_gone(e: docker.errors.APIError) -> bool:
+    """409 'is not running' / 404: the container stopped or was removed, not an engine failure."""
+    return isinstance(e, docker.errors.NotFound) or e.status_code == 409 or "is not running" in str(e)
 
 
 class Trial:
     """Context manager for one fresh container from `image`; removed on exit whatever happened."""
 
-    def __init__(self, client: docker.DockerClient, image: str, settings: GateSettings, workdir: str | None) -> None:
+    def __init__(self, client: docker.DockerClient, image: str, settings: GateSettings, workdir: str | None,
+                 env: dict[str, str] | None = None) -> None:
         self.client, self.image, self.settings, self.workdir = client, image, settings, workdir
+        self.env = dict(env or {})
         self.container: Container | None = None
+        self.cid = ""
         self.keeper = ""
         self.preexisting: list[str] = []  # grading paths the image already contained (it must contain none)
 
@@ -119,16 +139,19 @@ class Trial:
             memswap_limit=f"{s.memory_mb}m",
             nano_cpus=int(s.cpus * 1e9),
             tmpfs={"/tmp": f"size={s.tmp_mb}m", "/logs": f"size={s.logs_mb}m"},
-            log_config={"type": "json-file", "config": {"max-size": "1m", "max-file": "1"}},
+            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
             labels={LABEL: s.run_id},
             working_dir=self.workdir or None,
+            environment=self.env or None,
             detach=True,
         )
+        self.cid = str(self.container.id)
         with _LIVE_LOCK:
-            _LIVE.add(self.container.id)
+            _LIVE.add(self.cid)
         try:
             self.container.start()
-            code, out = self.container.exec_run(["sh", "-c", _SETUP])
+            code, raw = self.container.exec_run(["sh", "-c", _SETUP])
+            out = _bytes(raw)
             words = out.decode(errors="replace").split()
             if code != 0 or not words:
                 raise InfraError(ReasonCode.INTERNAL_ERROR, f"container setup failed: {out[-300:]!r}")
@@ -146,74 +169,88 @@ class Trial:
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as e:
-            log.warning("could not remove container %s: %s", self.container.id[:12], e)
+            log.warning("could not remove container %s: %s", self.cid[:12], e)
         finally:
             with _LIVE_LOCK:
-                _LIVE.discard(self.container.id)
+                _LIVE.discard(self.cid)
+
+    @property
+    def box(self) -> Container:
+        if self.container is None:
+            raise InfraError(ReasonCode.INTERNAL_ERROR, "trial container used outside its `with` block")
+        return self.container
+
+    def alive(self) -> bool:
+        try:
+            self.box.reload()
+        except docker.errors.NotFound:
+            return False
+        return self.box.status == "running"
+
+    def kill(self) -> None:
+        with contextlib.suppress(docker.errors.APIError):
+            self.box.kill()
+
+    def put_tar(self, data: bytes, dest: str = "/") -> None:
+        if not self.box.put_archive(dest, data):
+            raise InfraError(ReasonCode.INTERNAL_ERROR, f"could not copy files into the container at {dest}")
 
     def put_dir(self, src: Path, dest_name: str) -> None:
         """Copy a host folder to /<dest_name> inside the container."""
-        assert self.container is not None
-        if not self.container.put_archive("/", tar_dir(src, dest_name)):
-            raise InfraError(ReasonCode.INTERNAL_ERROR, f"could not copy {src} into the container")
+        self.put_tar(tar_dir(src, dest_name))
 
-    def run_script(self, script: str, log_path: str, timeout: float, prelude: str = "", epilogue: str = "") -> ExecResult:
-        """Run `script` with output capped into `log_path`; on timeout kill the container (the whole tree).
+    def sh(self, body: str, timeout: float, env: dict[str, str] | None = None, args: tuple[str, ...] = (),
+           on_timeout: Callable[[], None] | None = None) -> ExecResult:
+        """Run `sh -c body` with `args` as $1… (absolute /bin/sh: PATH cannot redirect it) under a watchdog.
 
-        The exec's own output is the script's exit code, then whatever `epilogue` prints (e.g. the reward file),
-        so a trial needs no extra round trip; files on the tmpfs mounts cannot be read with `docker cp` anyway.
+        At the deadline `on_timeout` runs (default: kill the container, which ends the whole process tree).
+        The container stopping under us is reported as `died`, never raised.
         """
-        assert self.container is not None
-        cap = self.settings.output_cap_bytes
-        # Output goes through a fifo into `head -c`, and we wait for the script alone: processes it leaves behind
-        # may hold the fifo open forever, yet must not keep us waiting (the verifier reaps them later).
-        body = (
-            f'{prelude}\nrm -f "$1.fifo"; mkfifo "$1.fifo" || exit 97\n'
-            f'head -c {cap} < "$1.fifo" > "$1" 2>/dev/null &\n'
-            f'"$0" > "$1.fifo" 2>&1 < /dev/null; echo $?\n{epilogue}\nexit 0'
-        )
         fired = threading.Event()
 
-        def _kill() -> None:
+        def _fire() -> None:
             fired.set()
-            try:
-                self.container.kill()  # type: ignore[union-attr]
-            except docker.errors.APIError:
-                pass
+            (on_timeout or self.kill)()
 
-        timer = threading.Timer(timeout, _kill)
+        timer = threading.Timer(timeout, _fire)
         start = time.perf_counter()
         timer.start()
-        out = b""
+        out, code, died = b"", None, False
         try:
-            _, out = self.container.exec_run(["sh", "-c", body, script, log_path], environment={"KEEPER": self.keeper})
-        except docker.errors.APIError:
-            if not fired.is_set():
+            code, raw = self.box.exec_run(["/bin/sh", "-c", body, "s2e", *args],
+                                          environment={"KEEPER": self.keeper, **(env or {})})
+            out = _bytes(raw)
+        except docker.errors.APIError as e:
+            if not fired.is_set() and not _is_gone(e):
                 raise
+            died = not fired.is_set()
         finally:
             timer.cancel()
         seconds = time.perf_counter() - start
-        if fired.is_set():
-            return ExecResult(None, True, seconds)
-        first, _, rest = (out or b"").partition(b"\n")
-        code = int(first) if first.strip().isdigit() else None
-        return ExecResult(code, False, seconds, rest)
+        return ExecResult(code, fired.is_set(), seconds, out or b"", died)
 
-    def run_verifier(self, timeout: float) -> ExecResult:
-        """Stop leftovers of the agent, delete any reward it wrote, run /tests/test.sh, print the reward file.
+    def run_script(self, argv: list[str], log_path: str, timeout: float, prelude: str = "", epilogue: str = "",
+                   env: dict[str, str] | None = None, on_timeout: Callable[[], None] | None = None) -> ExecResult:
+        """Run `argv` with output capped into `log_path`; the watchdog acts at the deadline (see `sh`).
 
-        `output` is then `<reward path>\n<bytes>` (json wins over txt, as in Harbor), or empty when neither exists.
+        The exec's own output is the program's exit code, then whatever `epilogue` prints (e.g. the reward file),
+        so a trial needs no extra round trip; files on the tmpfs mounts cannot be read with `docker cp` anyway.
         """
-        prelude = _REAP + f"rm -rf {CONTAINER_VERIFIER_LOGS}; mkdir -p {CONTAINER_VERIFIER_LOGS}"
-        epilogue = (
-            f'for f in {CONTAINER_REWARD_JSON} {CONTAINER_REWARD_TXT}; do '
-            f'if [ -f "$f" ]; then echo "$f"; head -c {MAX_READ} "$f"; break; fi; done'
+        cap = self.settings.output_cap_bytes
+        # Output goes through a fifo into `head -c`, and we wait for the program alone: processes it leaves behind
+        # may hold the fifo open forever, yet must not keep us waiting (the verifier reaps them later).
+        body = (
+            f'{prelude}\nlog="$1"; shift; rm -f "$log.fifo"; mkfifo "$log.fifo" || exit 97\n'
+            f'head -c {cap} < "$log.fifo" > "$log" 2>/dev/null &\n'
+            f'"$@" > "$log.fifo" 2>&1 < /dev/null; echo $?\n{epilogue}\nexit 0'
         )
-        return self.run_script("/tests/test.sh", f"{CONTAINER_VERIFIER_LOGS}/test-stdout.txt", timeout, prelude,
-                               epilogue)
+        res = self.sh(body, timeout, env, (log_path, *argv), on_timeout)
+        if res.timed_out or res.died:
+            return res
+        first, _, rest = res.output.partition(b"\n")
+        code = int(first) if first.strip().isdigit() else None
+        return ExecResult(code, False, res.seconds, rest)
 
-    def read_file(self, path: str, limit: int = MAX_READ) -> bytes | None:
-        """First `limit` bytes of a regular file in the container, or None when there is none (works on tmpfs)."""
-        assert self.container is not None
-        code, out = self.container.exec_run(["sh", "-c", f'[ -f "$0" ] || exit 3; head -c {limit} "$0"', path])
-        return None if code == 3 else out
+    def reap(self, timeout: float = 15.0) -> ExecResult:
+        """Kill every process but init and the keeper (see REAP)."""
+        return self.sh(REAP + "echo reaped", timeout)

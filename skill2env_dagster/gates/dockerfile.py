@@ -154,8 +154,11 @@ def _pin_ref(image: str, approved: tuple[str, ...] | list[str]) -> tuple[str, st
     return f"{registry}/{path}@{digest}", digest
 
 
-def pin_dockerfile(task_dir: Path | str, approved_registries: tuple[str, ...] | list[str] = DEFAULT_APPROVED) -> dict[str, str]:
-    """Rewrite every base FROM to `registry/name@sha256:…` and record `{original ref: digest}` in task.toml.
+def pin_dockerfile(
+    task_dir: Path | str, approved_registries: tuple[str, ...] | list[str] = DEFAULT_APPROVED
+) -> dict[str, str]:
+    """Rewrite every base FROM to `registry/name@sha256:…` and record `{original ref: digest}` in task.toml
+    (replacing what was recorded, so the record matches the FROM lines).
 
     If task.toml carried a freeze_hash that matched before the rewrite, it is refreshed after it (pinning is
     not a change to the world); a freeze_hash that was already stale is left stale for the gate to catch.
@@ -175,7 +178,10 @@ def pin_dockerfile(task_dir: Path | str, approved_registries: tuple[str, ...] | 
     config = TaskToml.from_toml(task.config.read_text())
     fresh = config.metadata.get("freeze_hash") == compute_freeze_hash(task.root)
     atomic_write_text(task.dockerfile, "".join(lines))
-    updates: dict[str, object] = {"base_image_pins": {**config.metadata.get("base_image_pins", {}), **pins}}
+    old = config.metadata.get("base_image_pins") or {}
+    # Exactly the FROM lines' digests (no stale ones), under the reference they were first pinned from.
+    updates: dict[str, object] = {"base_image_pins": {
+        next((k for k, v in old.items() if v == d), image): d for image, d in pins.items()}}
     if fresh:
         updates["freeze_hash"] = compute_freeze_hash(task.root)
     atomic_write_text(task.config, config.with_metadata(**updates).to_toml())

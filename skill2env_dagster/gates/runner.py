@@ -1,8 +1,14 @@
-"""Gate a task: static checks, then build, Oracle (must score 1), no-op (must score 0) and wrong.sh (below 1).
+"""Gate a task: static checks, build, then the runtime stages, each in hardened sandboxes (sandbox.py).
 
-Each runtime trial gets its own fresh hardened container (see container.py). The verdict is `retained` only
-when every check passed; a failed check makes it `rejected` with that check's reason; a check that could not
-run (engine down, registry down, a crash) makes it `infra_failed` — never a pass.
+Runtime stages, in order: the Oracle (must score 1 on every metric), the no-op (must score 0), solution/wrong.sh
+(below 1 somewhere), mutation testing of the verifier on the Oracle's final state (robustness.py), the
+creator-authored cheats (each at most the shortcut threshold) and the tamper kit (tamper_kit.py). Runs that start
+from the image (no-op, wrong.sh, cheats, forge attacks) share one container reset to the image between them.
+
+The verdict is `retained` only when no check failed or errored; a failed check makes it `rejected` with that
+check's reason; a check that could not run (engine down, registry down, a crash) makes it `infra_failed` — never
+a pass. A check that does not apply is `skipped` and says why (e.g. mutation testing turned off, no output visible
+to the engine).
 """
 
 from __future__ import annotations
@@ -10,8 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import docker
@@ -19,10 +27,30 @@ import docker.errors
 
 from skill2env_dagster.gates import container as ctr
 from skill2env_dagster.gates.images import build_image
-from skill2env_dagster.gates.reward import Reward, all_full, all_zero, parse_reward
+from skill2env_dagster.gates.mutants import mean
+from skill2env_dagster.gates.outputs import plan_outputs
+from skill2env_dagster.gates.reward import all_full, all_zero
+from skill2env_dagster.gates.robustness import MutationInputs, collect_outputs, mutation_stage
+from skill2env_dagster.gates.sandbox import (
+    ImageReader,
+    Sandbox,
+    TrialStatus,
+    VerifyOutcome,
+    image_policy,
+    remove_image,
+)
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.gates.static_checks import run_static_checks
-from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport, GateVerdict
+from skill2env_dagster.gates.tamper import TamperPolicy
+from skill2env_dagster.gates.tamper_kit import kit_check, run_forge, run_plants
+from skill2env_dagster.models.gate import (
+    AttemptKind,
+    CheckResult,
+    CheckVerdict,
+    GateReport,
+    GateVerdict,
+    ShortcutAttempt,
+)
 from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, CONTAINER_TESTS, TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import InfraError, InputError, ReasonCode, Skill2EnvError
@@ -31,19 +59,9 @@ log = logging.getLogger(__name__)
 _CANCEL = threading.Event()
 
 
-@dataclass
-class TrialOutcome:
-    """What one container run produced: metrics, or the reason there are none."""
-
-    reward: Reward
-    seconds: float
-    timed_out: str | None = None  # "solution" or "verifier"
-    preexisting: tuple[str, ...] = ()
-
-
 def _check(name: str, ok: bool, reason: ReasonCode, evidence: str, seconds: float) -> CheckResult:
     verdict = CheckVerdict.PASS if ok else CheckVerdict.FAIL
-    return CheckResult(name=name, verdict=verdict, reason=None if ok else reason, evidence=evidence,
+    return CheckResult(name=name, verdict=verdict, reason=None if ok else reason, evidence=evidence[:4000],
                        seconds=round(seconds, 4))
 
 
@@ -52,41 +70,13 @@ def _error(name: str, reason: ReasonCode, evidence: str, seconds: float = 0.0) -
                        seconds=round(seconds, 4))
 
 
+def _skipped(name: str, why: str) -> CheckResult:
+    return CheckResult(name=name, verdict=CheckVerdict.SKIPPED, evidence=why)
+
+
 def _timeouts(config: TaskToml, settings: GateSettings) -> tuple[float, float]:
     cap = settings.timeout_cap_sec or float("inf")
     return min(config.agent.timeout_sec, cap), min(config.verifier.timeout_sec, cap)
-
-
-def _reward_from(output: bytes) -> Reward:
-    """The verifier exec prints `<path>\n<bytes>` of the reward file it found, or nothing."""
-    if not output:
-        return parse_reward(None, None)
-    path, _, data = output.partition(b"\n")
-    return parse_reward(Path(path.decode(errors="replace")).name, data)
-
-
-def run_trial(
-    client: docker.DockerClient, image: str, task: TaskDir, config: TaskToml, settings: GateSettings,
-    script: Path | None,
-) -> TrialOutcome:
-    """One fresh container: optionally copy solution/ and run `script`, then run the verifier and read the reward."""
-    _raise_if_cancelled()
-    agent_timeout, verifier_timeout = _timeouts(config, settings)
-    start = time.perf_counter()
-    with ctr.Trial(client, image, settings, config.environment.workdir) as trial:
-        pre = tuple(trial.preexisting)
-        if script is not None:
-            trial.put_dir(task.solution_dir, CONTAINER_SOLUTION.strip("/"))
-            res = trial.run_script(f"{CONTAINER_SOLUTION}/{script.name}", "/logs/agent/solve.log", agent_timeout)
-            if res.timed_out:
-                return TrialOutcome(Reward(), time.perf_counter() - start, "solution", pre)
-        _raise_if_cancelled()
-        trial.put_dir(task.tests_dir, CONTAINER_TESTS.strip("/"))
-        res = trial.run_verifier(verifier_timeout)
-        if res.timed_out:
-            return TrialOutcome(Reward(), time.perf_counter() - start, "verifier", pre)
-        _raise_if_cancelled()
-    return TrialOutcome(_reward_from(res.output), time.perf_counter() - start, None, pre)
 
 
 def _raise_if_cancelled() -> None:
@@ -94,67 +84,219 @@ def _raise_if_cancelled() -> None:
         raise InfraError(ReasonCode.CANCELLED, "gates cancelled")
 
 
-def _judge_oracle(o: TrialOutcome, timeouts: tuple[float, float]) -> CheckResult:
-    if o.timed_out == "solution":
-        return _check("oracle", False, ReasonCode.ORACLE_TIMEOUT, f"solve.sh ran past {timeouts[0]}s", o.seconds)
-    if o.timed_out == "verifier":
-        return _check("oracle", False, ReasonCode.VERIFIER_TIMEOUT, f"test.sh ran past {timeouts[1]}s", o.seconds)
-    if not o.reward.ok:
-        return _check("oracle", False, o.reward.reason, o.reward.problem, o.seconds)  # type: ignore[arg-type]
-    m = o.reward.metrics
-    return _check("oracle", all_full(m), ReasonCode.ORACLE_FAILED, f"metrics {m}", o.seconds)
+# --- judging one trial -------------------------------------------------------------------------------------------
 
 
-def _judge_nop(o: TrialOutcome, timeouts: tuple[float, float]) -> CheckResult:
-    if o.timed_out:
-        return _check("nop", False, ReasonCode.VERIFIER_TIMEOUT, f"test.sh ran past {timeouts[1]}s", o.seconds)
-    if not o.reward.ok:
-        return _check("nop", False, o.reward.reason, o.reward.problem, o.seconds)  # type: ignore[arg-type]
-    m = o.reward.metrics
-    return _check("nop", all_zero(m), ReasonCode.NOP_FAILED, f"metrics {m}", o.seconds)
+def _judge(name: str, o: VerifyOutcome, rule: Callable[[dict[str, float]], bool], fail: ReasonCode,
+           timeout_reason: ReasonCode, timeouts: tuple[float, float]) -> CheckResult:
+    """The common shape of the Oracle, no-op and wrong.sh checks: a rule on the metrics, or why there are none."""
+    if o.status is TrialStatus.SOLUTION_TIMEOUT:
+        return _check(name, False, timeout_reason, f"the solution ran past {timeouts[0]}s", o.seconds)
+    if o.status is TrialStatus.VERIFIER_TIMEOUT:
+        return _check(name, False, ReasonCode.VERIFIER_TIMEOUT, f"test.sh ran past {timeouts[1]}s", o.seconds)
+    if o.status is TrialStatus.REWARD_UNUSABLE and o.reward.reason is not None:
+        return _check(name, False, o.reward.reason, o.reward.problem, o.seconds)
+    if o.status is not TrialStatus.OK:
+        return _check(name, False, fail, o.describe(), o.seconds)
+    return _check(name, rule(o.metrics), fail, f"metrics {o.metrics}", o.seconds)
 
 
-def _judge_wrong(o: TrialOutcome, timeouts: tuple[float, float]) -> CheckResult:
-    if o.timed_out == "solution":
-        return _check("wrong_solution", False, ReasonCode.WRONG_SOLUTION_TIMEOUT,
-                      f"wrong.sh ran past {timeouts[0]}s", o.seconds)
-    if o.timed_out == "verifier":
-        return _check("wrong_solution", False, ReasonCode.VERIFIER_TIMEOUT, f"test.sh ran past {timeouts[1]}s",
-                      o.seconds)
-    if not o.reward.ok:
-        return _check("wrong_solution", False, o.reward.reason, o.reward.problem, o.seconds)  # type: ignore[arg-type]
-    m = o.reward.metrics
-    return _check("wrong_solution", not all_full(m), ReasonCode.WRONG_SOLUTION_PASSED, f"metrics {m}", o.seconds)
-
-
-def _image_clean(outcomes: list[TrialOutcome]) -> CheckResult:
-    leaked = sorted({p for o in outcomes for p in o.preexisting if p in (CONTAINER_TESTS, CONTAINER_SOLUTION)})
+def _image_clean(preexisting: list[str]) -> CheckResult:
+    leaked = sorted({p for p in preexisting if p in (CONTAINER_TESTS, CONTAINER_SOLUTION)})
     return _check("image_clean", not leaked, ReasonCode.IMAGE_LEAKS_GRADING,
                   f"image already contains {leaked}" if leaked else "no /tests or /solution in the image", 0.0)
 
 
-def _runtime_checks(
-    client: docker.DockerClient, task: TaskDir, config: TaskToml, settings: GateSettings, report: GateReport
-) -> list[CheckResult]:
-    start = time.perf_counter()
-    try:
-        image, built = build_image(client, task.environment_dir, settings.build_network,
-                                   config.environment.build_timeout_sec)
-    except InputError as e:
-        return [_check("build", False, e.reason, str(e), time.perf_counter() - start)]
-    report.image = image
-    checks = [_check("build", True, ReasonCode.BUILD_FAILED, f"{image} ({'built' if built else 'cached'})",
-                     time.perf_counter() - start)]
-    timeouts = _timeouts(config, settings)
-    oracle = run_trial(client, image, task, config, settings, task.solve_script)
-    nop = run_trial(client, image, task, config, settings, None)
-    report.oracle, report.nop = oracle.reward.metrics, nop.reward.metrics
-    checks += [_image_clean([oracle, nop]), _judge_oracle(oracle, timeouts), _judge_nop(nop, timeouts)]
-    if settings.run_wrong and task.wrong_script.is_file():
-        wrong = run_trial(client, image, task, config, settings, task.wrong_script)
-        report.wrong = wrong.reward.metrics
-        checks.append(_judge_wrong(wrong, timeouts))
-    return checks
+# --- the stages ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Gate:
+    """One task's runtime gates; `open_box(image)` gives a fresh sandbox with the task's policy."""
+
+    client: docker.DockerClient
+    task: TaskDir
+    config: TaskToml
+    settings: GateSettings
+    report: GateReport
+    image: str = ""
+    policy: TamperPolicy | None = None
+    checks: list[CheckResult] = field(default_factory=list)
+    snapshots: list[str] = field(default_factory=list)
+    reuse: bool = True  # runs from the image share the no-op's container while its resets verify
+    cheats_check: CheckResult = field(default_factory=lambda: _skipped("cheats", "not reached"))
+    kit_check: CheckResult = field(default_factory=lambda: _skipped("tamper_kit", "not reached"))
+
+    def open_box(self, image: str) -> Sandbox:
+        _raise_if_cancelled()
+        return Sandbox(self.client, image, self.settings, self.config, self.task.tests_dir, self.policy)
+
+    @property
+    def timeouts(self) -> tuple[float, float]:
+        return _timeouts(self.config, self.settings)
+
+    def solve(self, script: str) -> VerifyOutcome:
+        """A fresh sandbox: run solution/<script> like Harbor's Oracle, then the verify step."""
+        with self.open_box(self.image) as sb:
+            res = sb.run_solution(self.task.solution_dir, script, self.timeouts[0])
+            if res.timed_out:
+                return VerifyOutcome(TrialStatus.SOLUTION_TIMEOUT, seconds=res.seconds)
+            _raise_if_cancelled()
+            return sb.verify()
+
+    def run(self) -> None:
+        start = time.perf_counter()
+        try:
+            self.image, built = build_image(self.client, self.task.environment_dir, self.settings.build_network,
+                                            self.config.environment.build_timeout_sec)
+        except InputError as e:
+            self.checks.append(_check("build", False, e.reason, str(e), time.perf_counter() - start))
+            return
+        self.report.image = self.image
+        self.checks.append(_check("build", True, ReasonCode.BUILD_FAILED,
+                                  f"{self.image} ({'built' if built else 'cached'})", time.perf_counter() - start))
+        self.policy = image_policy(self.client, self.image, self.config)
+        try:
+            self._stages()
+        finally:
+            for snap in self.snapshots:
+                remove_image(self.client, snap)
+
+    def _stages(self) -> None:
+        mutants = self._oracle()
+        oracle_ok = all(c.verdict is CheckVerdict.PASS for c in self.checks if c.name == "oracle")
+        self._pristine(oracle_ok)
+        self.checks.append(mutants or _skipped("mutants", "the Oracle did not pass"))
+        self.checks.append(self.cheats_check)
+        self.checks.append(self.kit_check)
+
+    def _oracle(self) -> CheckResult | None:
+        """The Oracle, then (in the same container) mutation testing; returns the `mutants` check."""
+        mutation = None
+        with self.open_box(self.image) as sb:
+            self.checks.append(_image_clean(sb.preexisting))
+            res = sb.run_solution(self.task.solution_dir, "solve.sh", self.timeouts[0])
+            inputs = None
+            if res.timed_out:
+                oracle = VerifyOutcome(TrialStatus.SOLUTION_TIMEOUT, seconds=res.seconds)
+            else:
+                _raise_if_cancelled()
+                inputs = self._capture(sb) if self.settings.mutation_testing else None
+                oracle = sb.verify()
+            self.report.oracle = oracle.metrics
+            check = _judge("oracle", oracle, all_full, ReasonCode.ORACLE_FAILED, ReasonCode.ORACLE_TIMEOUT,
+                           self.timeouts)
+            self.checks.append(check)
+            if not self.settings.mutation_testing:
+                self.report.mutation_testing = "off"
+                return _skipped("mutants", "mutation testing turned off")
+            if check.ok and inputs is not None:
+                _raise_if_cancelled()
+                inputs.oracle, inputs.oracle_seconds = oracle.metrics, oracle.seconds
+                mutation, self.report.mutants, self.report.mutation_testing = mutation_stage(
+                    sb, self.open_box, inputs, self.settings)
+            else:
+                self.report.mutation_testing = "skipped: the Oracle did not pass"
+        return mutation
+
+    def _capture(self, sb: Sandbox) -> MutationInputs | None:
+        """After the Oracle's solve: commit its state and read its outputs, before its verifier runs."""
+        settled = sb.settle()
+        if settled.status is not TrialStatus.OK:
+            return None
+        snapshot = sb.commit()
+        self.snapshots.append(snapshot)
+        plan = plan_outputs(list(settled.changes), sb.policy, self.settings.max_output_files)
+        units, notes = collect_outputs(sb, plan, self.settings)
+        return MutationInputs(units, notes, snapshot, {}, 0.0)
+
+    def _pristine(self, oracle_ok: bool) -> None:
+        """Every run that starts from the image, in one container reset to the image between runs (a fresh
+        container when a reset cannot be verified): the no-op, wrong.sh, the cheats, the tamper kit's forge
+        attacks (a verifier run on an unsolved state, which must stay at the no-op's 0) and, last because they
+        break the container, its plants. A cheat or wrong.sh that passes is confirmed in a fresh container
+        before it counts."""
+        with self.open_box(self.image) as sb, ImageReader(self.client, self.image, self.settings) as image:
+            nop = sb.verify()
+            self.report.nop = nop.metrics
+            nop_check = _judge("nop", nop, all_zero, ReasonCode.NOP_FAILED, ReasonCode.NOP_FAILED, self.timeouts)
+            self.checks.append(nop_check)
+            baseline_ok = oracle_ok and nop_check.ok
+            if self.settings.run_wrong and self.task.wrong_script.is_file():
+                wrong = self._from_image(sb, image, "wrong.sh", lambda o: o.status is TrialStatus.OK
+                                         and all_full(o.metrics))
+                self.report.wrong = wrong.metrics
+                self.checks.append(_judge("wrong_solution", wrong, lambda m: not all_full(m),
+                                          ReasonCode.WRONG_SOLUTION_PASSED, ReasonCode.WRONG_SOLUTION_TIMEOUT,
+                                          self.timeouts))
+            self.cheats_check = self._cheats(sb, image, baseline_ok)
+            self.kit_check = self._kit(sb, image, baseline_ok)
+
+    def _from_image(self, sb: Sandbox, image: ImageReader, script: str,
+                    suspicious: Callable[[VerifyOutcome], bool]) -> VerifyOutcome:
+        """solution/<script> from the image's state: in `sb` after a verified reset, else in a fresh sandbox."""
+        _raise_if_cancelled()
+        if not (self.reuse and sb.reset(image)):
+            self.reuse = False
+            return self.solve(script)
+        res = sb.run_solution(self.task.solution_dir, script, self.timeouts[0])
+        if res.timed_out:
+            self.reuse = False  # the watchdog killed the container
+            return VerifyOutcome(TrialStatus.SOLUTION_TIMEOUT, seconds=res.seconds)
+        outcome = sb.verify()
+        return self.solve(script) if suspicious(outcome) else outcome
+
+    def _cheats(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> CheckResult:
+        scripts = self.task.cheat_scripts()
+        if not self.settings.run_cheats:
+            return _skipped("cheats", "cheats turned off")
+        if not scripts:
+            return _skipped("cheats", "no solution/cheats/*.sh")
+        if not baseline_ok:
+            return _skipped("cheats", "the Oracle or no-op gate failed first")
+        start = time.perf_counter()
+        threshold = self.settings.shortcut_threshold
+        for script in scripts:
+            rel = script.relative_to(self.task.solution_dir).as_posix()
+            outcome = self._from_image(sb, image, rel, partial(_passes, name=rel, threshold=threshold))
+            self.report.cheats.append(_cheat(rel, outcome, threshold))
+        failed = [a for a in self.report.cheats if a.verdict is CheckVerdict.FAIL]
+        where = "in the no-op's container, reset between runs" if self.reuse else "in fresh containers"
+        evidence = ("; ".join(f"{a.name}: {a.evidence}" for a in failed) if failed
+                    else f"{len(scripts)} cheats ({where}), each at most {threshold}")
+        return CheckResult(name="cheats", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
+                           reason=ReasonCode.SHORTCUT_PASSED if failed else None, evidence=evidence[:4000],
+                           seconds=round(time.perf_counter() - start, 4))
+
+    def _kit(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> CheckResult:
+        if not self.settings.tamper_kit:
+            return _skipped("tamper_kit", "tamper kit turned off")
+        if not baseline_ok:
+            return _skipped("tamper_kit", "the Oracle or no-op gate failed first")
+        _raise_if_cancelled()
+        start = time.perf_counter()
+        if self.reuse and sb.reset(image):
+            forge = run_forge(sb, self.task.tests_dir)
+        else:
+            with self.open_box(self.image) as fresh:
+                forge = run_forge(fresh, self.task.tests_dir)
+        self.report.tamper = [forge, *run_plants(sb, self.task.tests_dir)]
+        return kit_check(self.report.tamper, time.perf_counter() - start)
+
+
+def _passes(o: VerifyOutcome, name: str, threshold: float) -> bool:
+    return _cheat(name, o, threshold).verdict is CheckVerdict.FAIL
+
+
+def _cheat(name: str, o: VerifyOutcome, threshold: float) -> ShortcutAttempt:
+    score = mean(o.metrics)
+    failed = o.status is TrialStatus.OK and score > threshold + 1e-9
+    note = (f"mean {score:.3f} {'>' if failed else '<='} threshold {threshold}" if o.status is TrialStatus.OK
+            else f"reward 0 ({o.describe()})")
+    return ShortcutAttempt(kind=AttemptKind.CHEAT, name=name, family="cheat",
+                           verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
+                           reason=ReasonCode.SHORTCUT_PASSED if failed else None, status=o.status.value,
+                           metrics=o.metrics, mean=round(score, 6), evidence=note, seconds=round(o.seconds, 4))
 
 
 def _finish(report: GateReport, start: float) -> GateReport:
@@ -178,20 +320,26 @@ def gate_task(task_dir: Path | str, settings: GateSettings | None = None,
     start = time.perf_counter()
     task = TaskDir(Path(task_dir))
     report = GateReport(task=str(task_dir), verdict=GateVerdict.INFRA_FAILED)
+    if not settings.mutation_testing:
+        report.mutation_testing = "off"
     report.checks = run_static_checks(task.root, settings.approved_registries)
-    if any(c.verdict is not CheckVerdict.PASS for c in report.checks):
+    if any(c.verdict not in (CheckVerdict.PASS, CheckVerdict.SKIPPED) for c in report.checks):
         return _finish(report, start)
     t0 = time.perf_counter()
+    gate: _Gate | None = None
+    error: CheckResult | None = None
     try:
         config = TaskToml.from_toml(task.config.read_text(encoding="utf-8"))
-        report.checks += _runtime_checks(client or ctr.client_for(settings), task, config, settings, report)
+        gate = _Gate(client or ctr.client_for(settings), task, config, settings, report)
+        gate.run()
     except Skill2EnvError as e:
-        report.checks.append(_error("runtime", e.reason, str(e), time.perf_counter() - t0))
+        error = _error("runtime", e.reason, str(e), time.perf_counter() - t0)
     except (docker.errors.DockerException, OSError) as e:
-        report.checks.append(_error("runtime", ReasonCode.DOCKER_UNAVAILABLE, f"{type(e).__name__}: {e}"))
-    except Exception as e:  # noqa: BLE001 - a bug must not lose the other tasks' reports
+        error = _error("runtime", ReasonCode.DOCKER_UNAVAILABLE, f"{type(e).__name__}: {e}")
+    except Exception as e:
         log.exception("gate crashed on %s", task_dir)
-        report.checks.append(_error("runtime", ReasonCode.INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
+        error = _error("runtime", ReasonCode.INTERNAL_ERROR, f"{type(e).__name__}: {e}")
+    report.checks += (gate.checks if gate else []) + ([error] if error else [])
     return _finish(report, start)
 
 
@@ -222,4 +370,3 @@ def run_gates(task_dirs: list[Path | str], settings: GateSettings | None = None)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-

@@ -32,3 +32,21 @@ class GateSettings(BaseModel):
         description="Value of the `skill2env.gate` label on this run's containers (find or clean them up by it).",
     )
     run_wrong: bool = Field(default=True, description="Run solution/wrong.sh when it exists.")
+    mutation_testing: bool = Field(
+        default=True, description="Run the verifier on mutants of the Oracle's outputs (off: the report says so)."
+    )
+    run_cheats: bool = Field(default=True, description="Run every solution/cheats/*.sh; each must score low.")
+    tamper_kit: bool = Field(default=True, description="Probe the trial with the built-in tamper attacks.")
+    shortcut_threshold: float = Field(
+        default=0.5, ge=0, le=1,
+        description="A trivial mutant or a cheat whose mean reward is above this is a shortcut (shortcut_passed).",
+    )
+    max_output_files: int = Field(default=64, ge=1, description="Output files the mutation stage reads at most.")
+    max_output_bytes: int = Field(
+        default=4 << 20, ge=1024, description="Larger output files get only the empty and delete mutants."
+    )
+    read_upper_dir: bool = Field(
+        default=True,
+        description="Read a container's changes from its overlay2 upper directory when this host can (fast); "
+        "otherwise, or when False, use `docker diff`. Both are the engine's view.",
+    )

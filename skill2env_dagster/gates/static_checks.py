@@ -77,7 +77,7 @@ def check_bash_syntax(task: TaskDir, _: TaskToml | None) -> Problems:
     if bash is None:
         raise RuntimeError("bash not found on this machine")
     problems = []
-    for script in [task.test_script, task.solve_script, task.wrong_script]:
+    for script in [task.test_script, task.solve_script, task.wrong_script, *task.cheat_scripts()]:
         if not script.is_file():
             continue
         rel = script.relative_to(task.root)
@@ -94,17 +94,29 @@ def check_bash_syntax(task: TaskDir, _: TaskToml | None) -> Problems:
 
 
 def check_dockerfile_from(task: TaskDir, config: TaskToml | None, approved: tuple[str, ...]) -> Problems:
+    """A digest-pinned FROM from an approved registry satisfies the policy on its own (Harbor defines no pin
+    record); pins that *are* recorded in [metadata] base_image_pins must match the FROM lines exactly."""
     text = task.dockerfile.read_text()
     problems = from_problems(text, approved)
-    if problems or config is None:
+    if problems or config is None or "base_image_pins" not in config.metadata:
         return problems
-    pins = config.metadata.get("base_image_pins") or {}
-    recorded = set(pins.values()) if isinstance(pins, dict) else set()
-    for f in external_bases(from_lines(text)):
-        digest = f.image.split("@", 1)[1]
-        if digest not in recorded:
-            problems.append(f"line {f.line + 1}: {digest} not recorded in [metadata] base_image_pins")
+    pins = config.metadata["base_image_pins"]
+    if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
+        return ["[metadata] base_image_pins must map image references to sha256 digests"]
+    recorded = set(pins.values())
+    used = {f.image.split("@", 1)[1] for f in external_bases(from_lines(text))}
+    problems += [f"{d} is in a FROM line but not recorded in [metadata] base_image_pins"
+                 for d in sorted(used - recorded)]
+    problems += [f"{d} is recorded in [metadata] base_image_pins but no FROM line uses it"
+                 for d in sorted(recorded - used)]
     return problems
+
+
+def pins_warning(task: TaskDir, config: TaskToml | None) -> str:
+    """Evidence for a task without recorded pins (a warning, never a failure): our own tasks record them."""
+    if config is None or "base_image_pins" in config.metadata:
+        return ""
+    return "warning: no [metadata] base_image_pins recorded (`skill2env gate --pin` writes them)"
 
 
 def check_dockerfile_copy(task: TaskDir, _: TaskToml | None) -> Problems:
@@ -116,7 +128,8 @@ def _secret_lines(task: TaskDir) -> dict[bytes, str]:
     lines: dict[bytes, str] = {}
     for top in [task.tests_dir, task.solution_dir]:
         for p in _walk(top):
-            if p.is_file() and not p.is_symlink() and p != task.rubric:
+            # Cheats may echo what the agent sees (the shipped sample's expected output): that is their point.
+            if p.is_file() and not p.is_symlink() and p != task.rubric and not p.is_relative_to(task.cheats_dir):
                 for line in p.read_bytes().splitlines():
                     if len(line.strip()) >= LEAK_MIN_LINE:
                         lines.setdefault(line.strip(), str(p.relative_to(task.root)))
@@ -223,4 +236,9 @@ def run_static_checks(
         plan.append(("freeze_hash", ReasonCode.GRADING_MODIFIED, lambda: check_freeze(task, config)))
     if config and (config.metadata.get("source_skill") or config.metadata.get("source_bundle_digest")):
         plan.append(("no_source_reference", ReasonCode.CONTAMINATED, lambda: check_source_reference(task, config)))
-    return [_run(name, reason, fn) for name, reason, fn in plan]
+    results = [_run(name, reason, fn) for name, reason, fn in plan]
+    warning = pins_warning(task, config)
+    for i, r in enumerate(results):
+        if r.name == "dockerfile_from" and r.ok and warning:
+            results[i] = r.model_copy(update={"evidence": warning})
+    return results

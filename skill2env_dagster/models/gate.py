@@ -8,15 +8,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.reasons import ReasonCode
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: mutants, cheats, tamper, mutation_testing; the `skipped` check verdict
 
 
 class CheckVerdict(StrEnum):
-    """Tri-state: `error` means the check could not be run, and never reads as a pass."""
+    """`error` means the check could not be run, and never reads as a pass. `skipped` means the check does not
+    apply to this task or was turned off; it neither passes nor rejects, and its evidence says why."""
 
     PASS = "pass"
     FAIL = "fail"
     ERROR = "error"
+    SKIPPED = "skipped"
 
 
 class GateVerdict(StrEnum):
@@ -39,6 +41,30 @@ class CheckResult(BaseModel):
         return self.verdict is CheckVerdict.PASS
 
 
+class AttemptKind(StrEnum):
+    MUTANT = "mutant"
+    CHEAT = "cheat"
+    TAMPER = "tamper"
+
+
+class ShortcutAttempt(BaseModel):
+    """One attempt to earn reward without doing the work: a mutant of the Oracle's outputs, a creator-authored
+    cheat, or a tamper-kit attack, with the verifier's per-metric rewards as evidence."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: AttemptKind
+    name: str = Field(description="Mutant name (plus the output it targets), cheat file, or tamper technique.")
+    family: str = Field(description="trivial | destructive | relevance | info (mutants); cheat; forge | plant.")
+    verdict: CheckVerdict = Field(description="fail = the attempt succeeded (reason says how); skipped = not run.")
+    reason: ReasonCode | None = None
+    status: str = Field(default="", description="How the trial ended (sandbox TrialStatus), or 'not_run'.")
+    metrics: dict[str, float] = Field(default_factory=dict, description="Per-metric rewards; empty = reward 0.")
+    mean: float = 0.0
+    evidence: str = ""
+    seconds: float = Field(default=0.0, ge=0)
+
+
 class GateReport(BaseModel):
     """Everything the gates found about one task; `verdict` is retained only if every check passed."""
 
@@ -52,9 +78,14 @@ class GateReport(BaseModel):
     oracle: dict[str, float] = Field(default_factory=dict, description="Metrics the Oracle run scored.")
     nop: dict[str, float] = Field(default_factory=dict, description="Metrics the no-op run scored.")
     wrong: dict[str, float] | None = Field(default=None, description="Metrics of solution/wrong.sh, if present.")
+    mutants: list[ShortcutAttempt] = Field(default_factory=list, description="Mutation testing of the verifier.")
+    cheats: list[ShortcutAttempt] = Field(default_factory=list, description="solution/cheats/*.sh runs.")
+    tamper: list[ShortcutAttempt] = Field(default_factory=list, description="Tamper-kit attacks.")
+    mutation_testing: str = Field(default="on", description="'on', or why it did not run (e.g. turned off).")
     image: str | None = Field(default=None, description="Image id the runtime gates used.")
     seconds: float = Field(default=0.0, ge=0)
 
     def summary(self) -> dict:
-        """The CLI's JSON contract: task, verdict, reason, checks, oracle, nop."""
-        return self.model_dump(mode="json", include={"task", "verdict", "reason", "checks", "oracle", "nop", "wrong"})
+        """The CLI's JSON contract: task, verdict, reason, checks, the reward of every run, mutation status."""
+        return self.model_dump(mode="json", include={"task", "verdict", "reason", "checks", "oracle", "nop", "wrong",
+                                                     "mutants", "cheats", "tamper", "mutation_testing"})

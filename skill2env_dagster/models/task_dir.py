@@ -63,6 +63,17 @@ class TaskDir:
         """Optional deliberately wrong solution: it must finish and score below 1 on some metric."""
         return self.solution_dir / "wrong.sh"
 
+    @property
+    def cheats_dir(self) -> Path:
+        """Creator-authored shortcut solutions (`solution/cheats/*.sh`); each must score at most the threshold."""
+        return self.solution_dir / "cheats"
+
+    def cheat_scripts(self) -> list[Path]:
+        """The cheats, sorted by name; none when the folder is absent."""
+        if not self.cheats_dir.is_dir():
+            return []
+        return sorted(p for p in self.cheats_dir.glob("*.sh") if p.is_file() and not p.is_symlink())
+
     def required_files(self) -> list[Path]:
         """Regular files every task must have."""
         return [

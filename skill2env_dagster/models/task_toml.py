@@ -18,6 +18,8 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_VERSION = "1.4"
+# [metadata] key: path globs the solve phase may legitimately write in the verifier's toolchain (gates/tamper.py).
+TOOLCHAIN_WRITES = "toolchain_writes"
 # Harbor's ORG_NAME_PATTERN for [task].name.
 _ORG_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]*/[a-zA-Z0-9][a-zA-Z0-9._-]*$")
 
@@ -134,6 +136,24 @@ class TaskToml(_Strict):
     agent: AgentTable
     environment: EnvironmentTable = Field(default_factory=EnvironmentTable)
     solution: SolutionTable = Field(default_factory=SolutionTable)
+
+    @field_validator("metadata")
+    @classmethod
+    def _toolchain_writes(cls, v: dict[str, Any]) -> dict[str, Any]:
+        globs = v.get(TOOLCHAIN_WRITES)
+        if globs is None:
+            return v
+        if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
+            raise ValueError(f"[metadata] {TOOLCHAIN_WRITES} must be a list of path globs")
+        bad = [g for g in globs if not g.startswith("/") or ".." in g.split("/") or g.strip("/*") == ""]
+        if bad:
+            raise ValueError(f"[metadata] {TOOLCHAIN_WRITES}: absolute, specific paths only, got {bad}")
+        return v
+
+    @property
+    def toolchain_writes(self) -> list[str]:
+        """Declared toolchain writes of the task's own world (see TOOLCHAIN_WRITES); empty when none."""
+        return list(self.metadata.get(TOOLCHAIN_WRITES) or [])
 
     @classmethod
     def from_toml(cls, text: str) -> TaskToml:

@@ -137,7 +137,7 @@ def test_user_materialises_inspects_and_follows_lineage(server: DagsterDev, page
 
     # 3. One skill's partitions (the per-skill job for that partition key), as the Launchpad does.
     run_id = server.launch_job("skill_pipeline", partition=SKILL)
-    assert server.wait_run(run_id, timeout=170) == "SUCCESS", server.log_tail()
+    assert server.wait_run(run_id, timeout=360) == "SUCCESS", server.log_tail()  # creation gates every stage
 
     # 4. That partition's materialisation metadata, on the most downstream per-skill asset there is.
     asset = _deepest_asset(server)

@@ -19,7 +19,8 @@ write() { printf '{"file_present": %s, "rows_correct": %s}\n' "$has" "$rows" > /
 trap write EXIT
 OUT=/app/out/totals.csv
 [ -f "$OUT" ] || exit 0
-has=1
+extra=$(sort -u "$OUT" | grep . | grep -cvxF -f /tests/expected.csv || true)
+[ "$extra" -eq 0 ] && has=1  # the file holds no row that is not a right answer
 want=$(grep -c . /tests/expected.csv)
 hit=$(sort -u "$OUT" | grep -cxF -f /tests/expected.csv || true)
 got=$(grep -c . "$OUT" || true)

@@ -73,6 +73,24 @@ def test_pin_dockerfile_records_pins_and_refreshes_a_matching_freeze_hash(tmp_pa
     assert meta["base_image_pins"] == pins and meta["freeze_hash"] == compute_freeze_hash(task)
 
 
+def test_repinning_keeps_the_first_reference_and_drops_stale_pins(tmp_path):
+    """`skill2env gate --pin` on a third-party task: the record matches the FROM lines exactly afterwards."""
+    from skill2env_dagster.cli.gate import _pin
+    from skill2env_dagster.gates.settings import GateSettings
+
+    task = tmp_path / "t"
+    shutil.copytree(FIXTURES / "good_minimal", task)
+    df = task / "environment" / "Dockerfile"
+    df.write_text(df.read_text().replace(":bookworm", f"@{D}"))
+    stale = "sha256:" + "ee" * 32
+    config = TaskToml.from_toml((task / "task.toml").read_text())
+    pins = {"127.0.0.1:5000/s2e-minimal:bookworm": D, "127.0.0.1:5000/old:1": stale}
+    (task / "task.toml").write_text(config.with_metadata(base_image_pins=pins).to_toml())
+    _pin([task], GateSettings())
+    meta = TaskToml.from_toml((task / "task.toml").read_text()).metadata
+    assert meta["base_image_pins"] == {"127.0.0.1:5000/s2e-minimal:bookworm": D}
+
+
 def test_pin_dockerfile_refuses_unapproved(tmp_path):
     task = tmp_path / "t"
     shutil.copytree(FIXTURES / "good_minimal", task)

@@ -91,6 +91,10 @@ DEFECTS: dict[str, tuple[str, ReasonCode, Callable[[Path], None]]] = {
     "variable_in_from": ("dockerfile_from", ReasonCode.BASE_IMAGE_POLICY,
                          lambda t: (t / "environment" / "Dockerfile").write_text("ARG B\nFROM $B\n")),
     "pin_not_recorded": ("dockerfile_from", ReasonCode.BASE_IMAGE_POLICY, _set_metadata(base_image_pins={})),
+    "pin_stale": ("dockerfile_from", ReasonCode.BASE_IMAGE_POLICY,
+                  _set_metadata(base_image_pins={"a": DIGEST, "b": "sha256:" + "cd" * 32})),
+    "cheat_without_shebang": ("bash_syntax", ReasonCode.STATIC_VALIDATION_FAILED,
+                              lambda t: _touch_text(t / "solution" / "cheats" / "c.sh", "echo 1\n")),
     "copy_outside": ("dockerfile_copy", ReasonCode.STATIC_VALIDATION_FAILED,
                      _append("environment/Dockerfile", "COPY ../tests/test.sh /x\n")),
     "copy_tests": ("dockerfile_copy", ReasonCode.STATIC_VALIDATION_FAILED,
@@ -113,6 +117,11 @@ DEFECTS: dict[str, tuple[str, ReasonCode, Callable[[Path], None]]] = {
                          lambda t: (_set_metadata(source_skill="skills/acme/inventory-counter")(t),
                                     _append("instruction.md", "See skills/acme/inventory-counter.\n")(t))),
 }
+
+
+def _touch_text(p: Path, text: str) -> None:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
 
 
 def _touch(p: Path) -> Path:
@@ -158,3 +167,24 @@ def test_missing_dockerfile_is_not_a_pass(good):
 def test_not_a_folder(tmp_path):
     [result] = run_static_checks(tmp_path / "nope")
     assert result.verdict is CheckVerdict.FAIL
+
+
+def test_third_party_task_without_recorded_pins_passes_with_a_warning(good):
+    config = TaskToml.from_toml((good / "task.toml").read_text())
+    meta = {k: v for k, v in config.metadata.items() if k != "base_image_pins"}
+    (good / "task.toml").write_text(config.model_copy(update={"metadata": meta}).to_toml())
+    result = next(c for c in run_static_checks(good) if c.name == "dockerfile_from")
+    assert result.verdict is CheckVerdict.PASS
+    assert "warning" in result.evidence and "--pin" in result.evidence
+
+
+def test_cheats_may_echo_what_the_agent_sees(good):
+    """A cheat that prints the shipped data is the point of a cheat, not a leak; a solve.sh line still is."""
+    cheats = good / "solution" / "cheats"
+    cheats.mkdir()
+    data = (good / "environment" / "data.txt").read_text()
+    (cheats / "echo_data.sh").write_text("#!/bin/bash\ncat > /app/answer.txt <<'EOF'\n" + data * 3 + "EOF\n")
+    (good / "environment" / "notes.txt").write_text("widget,3 gadget,5 sprocket,2 gizmo,9 doohickey,1 thing\n")
+    (cheats / "long.sh").write_text("#!/bin/bash\necho 'widget,3 gadget,5 sprocket,2 gizmo,9 doohickey,1 thing'\n")
+    verdicts = _verdicts(good)
+    assert verdicts["no_leak"] is CheckVerdict.PASS and verdicts["bash_syntax"] is CheckVerdict.PASS

@@ -41,6 +41,9 @@ def test_metadata_pins_round_trip():
         MINIMAL + '[environment]\nnetwork_mode = "internet"\n',
         MINIMAL + '[environment]\nallowed_hosts = ["a.example"]\n',  # only with allowlist
         MINIMAL + "[[steps]]\nname = 'x'\n",  # multi-step tasks are not gated
+        MINIMAL + "[metadata]\ntoolchain_writes = '/usr/local/bin/x'\n",  # a list, not a string
+        MINIMAL + "[metadata]\ntoolchain_writes = ['usr/local/bin/x']\n",  # absolute paths only
+        MINIMAL + "[metadata]\ntoolchain_writes = ['/**']\n",  # no blanket pass
     ],
 )
 def test_invalid_configs_are_rejected(text):
@@ -48,13 +51,13 @@ def test_invalid_configs_are_rejected(text):
         TaskToml.from_toml(text)
 
 
+def test_declared_toolchain_writes_round_trip():
+    config = TaskToml.from_toml(MINIMAL + "[metadata]\ntoolchain_writes = ['/usr/local/bin/mytool']\n")
+    assert config.toolchain_writes == ["/usr/local/bin/mytool"]
+    assert TaskToml.from_toml(config.to_toml()).toolchain_writes == ["/usr/local/bin/mytool"]
+    assert TaskToml.from_toml(MINIMAL).toolchain_writes == []
+
+
 def test_bad_toml_syntax_is_a_value_error():
     with pytest.raises(ValueError):
         TaskToml.from_toml("[agent\n")
-
-
-def test_harbor_accepts_what_we_write():
-    harbor = pytest.importorskip("harbor.models.task.config", reason="Harbor 0.25 needs Python >= 3.12")
-    config = TaskToml.from_toml((FIXTURES / "good_minimal" / "task.toml").read_text())
-    parsed = harbor.TaskConfig.model_validate_toml(config.to_toml())
-    assert parsed.agent.timeout_sec == config.agent.timeout_sec

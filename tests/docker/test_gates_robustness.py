@@ -1,0 +1,155 @@
+"""Verifier robustness in real containers: mutation testing, creator-authored cheats and the tamper kit.
+
+Good fixtures (a CSV summary, a JSON map, a script graded on hidden inputs, a produced directory tree) stay
+retained; each defect overlay is rejected by the stage and attempt that names its weakness.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from skill2env_dagster.gates.runner import gate_task
+from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.models.gate import CheckVerdict, GateVerdict
+from skill2env_dagster.reasons import ReasonCode
+from tests.docker.conftest import RUN_ID
+
+pytestmark = pytest.mark.docker
+SETTINGS = GateSettings(concurrency=2, run_id=RUN_ID)
+
+
+def _check(report, name):
+    return next(c for c in report.checks if c.name == name)
+
+
+def _attempt(report, name):
+    return next(a for a in report.mutants + report.cheats + report.tamper if a.name == name)
+
+
+@pytest.mark.parametrize("base", ["good_records", "good_script", "good_tree", "good_python", "good_minimal"])
+def test_good_tasks_survive_every_stage(make_task, base):
+    report = gate_task(make_task(base=base), SETTINGS)
+    assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
+    assert _check(report, "mutants").verdict is CheckVerdict.PASS
+    assert _check(report, "tamper_kit").verdict is CheckVerdict.PASS
+    assert report.mutation_testing == "on"
+    assert any(a.family == "trivial" and a.verdict is CheckVerdict.PASS for a in report.mutants)
+    assert {a.name for a in report.tamper} >= {"forge", "plant:shadow", "plant:ld_preload", "plant:tests"}
+
+
+def test_script_output_gets_only_program_mutants_and_its_cheats_run(make_task):
+    report = gate_task(make_task(base="good_script"), SETTINGS)
+    run = {a.name for a in report.mutants if a.verdict is not CheckVerdict.SKIPPED}
+    assert run == {"empty", "junk"}  # code: only mutants that are wrong for any program
+    assert [a.name for a in report.cheats] == ["cheats/echo_sample.sh", "cheats/header_only.sh"]
+    assert _attempt(report, "cheats/echo_sample.sh").metrics["sample"] == 1.0  # right on the visible sample only
+    assert _check(report, "cheats").verdict is CheckVerdict.PASS
+    assert "reset between runs" in _check(report, "cheats").evidence  # no container per cheat
+
+
+def test_tree_output_loses_reward_when_a_file_is_deleted(make_task):
+    report = gate_task(make_task(base="good_tree"), SETTINGS)
+    deleted = _attempt(report, "delete_file:/app/by_region")
+    assert deleted.verdict is CheckVerdict.PASS and deleted.metrics["files"] < 1.0
+
+
+@pytest.mark.parametrize(
+    ("overlay", "base", "reason", "check", "attempt"),
+    [
+        ("blind_values", "good_records", ReasonCode.VERIFIER_INSENSITIVE, "mutants",
+         "perturb_numbers:/app/region_totals.csv"),
+        ("superset_ok", "good_records", ReasonCode.SHORTCUT_PASSED, "mutants", "superset"),
+        ("header_credit", "good_records", ReasonCode.SHORTCUT_PASSED, "mutants", "header_only"),
+        ("cheat_passes", "good_script", ReasonCode.SHORTCUT_PASSED, "cheats", "cheats/echo_sample.sh"),
+        ("waiver_shadow", "good_minimal", ReasonCode.TAMPER_VULNERABLE, "tamper_kit", "plant:shadow"),
+        ("waiver_ld_conf", "good_minimal", ReasonCode.TAMPER_VULNERABLE, "tamper_kit", "plant:ld_conf"),
+        ("waiver_pth", "good_python", ReasonCode.TAMPER_VULNERABLE, "tamper_kit", "plant:pth"),
+        ("cwd_import", "good_python", ReasonCode.TAMPER_VULNERABLE, "tamper_kit", "forge"),
+    ],
+)
+def test_weak_verifier_is_rejected_by_the_stage_that_sees_it(make_task, overlay, base, reason, check, attempt):
+    report = gate_task(make_task(overlay, base=base), SETTINGS)
+    assert (report.verdict, report.reason) == (GateVerdict.REJECTED, reason), report.model_dump_json(indent=1)
+    assert _check(report, check).verdict is CheckVerdict.FAIL
+    assert attempt in _check(report, check).evidence
+    failed = _attempt(report, attempt)
+    assert (failed.verdict, failed.reason) == (CheckVerdict.FAIL, reason)
+
+
+def test_never_waived_plants_stay_detected_under_a_broad_declaration(make_task):
+    task = make_task(base="good_python", name="broad")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("[agent]", '[metadata]\ntoolchain_writes = ["/usr/**", "/etc/**", '
+                                             '"/root/**"]\n\n[agent]'))
+    report = gate_task(task, SETTINGS)
+    assert report.reason is ReasonCode.TAMPER_VULNERABLE
+    for name in ["plant:sitecustomize", "plant:usercustomize", "plant:ld_preload", "plant:tests"]:
+        assert _attempt(report, name).verdict is CheckVerdict.PASS, name
+    assert _attempt(report, "plant:shadow").verdict is CheckVerdict.FAIL
+
+
+@pytest.mark.parametrize("weaken", ["clean", "reap"])
+def test_the_kit_catches_a_runner_that_does_not_clean_or_reap(make_task, monkeypatch, weaken):
+    """The forge attack is what proves the runner's own defences: weaken one, and the kit rejects."""
+    from skill2env_dagster.gates import container, sandbox
+
+    if weaken == "clean":
+        monkeypatch.setattr(sandbox, "CLEAN", "")
+    else:
+        monkeypatch.setattr(sandbox, "REAP", "")
+        monkeypatch.setattr(container, "REAP", "")
+    report = gate_task(make_task("reward_txt_slow", name=f"weak-{weaken}"),
+                       SETTINGS.model_copy(update={"mutation_testing": False}))
+    assert report.reason is ReasonCode.TAMPER_VULNERABLE, report.model_dump_json(indent=1)
+    assert _attempt(report, "forge").verdict is CheckVerdict.FAIL
+
+
+def test_the_same_task_passes_the_forge_attack_with_the_real_runner(make_task):
+    report = gate_task(make_task("reward_txt_slow"), SETTINGS.model_copy(update={"mutation_testing": False}))
+    assert _attempt(report, "forge").verdict is CheckVerdict.PASS, report.model_dump_json(indent=1)
+
+
+def test_an_oracle_that_installs_a_tool_must_declare_it(make_task):
+    undeclared = gate_task(make_task("oracle_installs_tool"), SETTINGS)
+    assert undeclared.reason is ReasonCode.ORACLE_FAILED
+    assert "tamper_detected" in _check(undeclared, "oracle").evidence
+    assert "/usr/local/bin/count-records" in _check(undeclared, "oracle").evidence
+    declared = gate_task(make_task("oracle_installs_declared"), SETTINGS)
+    assert declared.verdict is GateVerdict.RETAINED, declared.model_dump_json(indent=1)
+
+
+def test_outputs_only_on_tmpfs_are_reported_not_mutation_tested(make_task):
+    task = make_task(name="tmpfs")
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\nwc -l < /app/data.txt | tr -d ' ' > /tmp/answer\n"
+                                                "ln -sf /tmp/answer /app/answer.txt\n")
+    report = gate_task(task, SETTINGS)
+    assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
+    assert _check(report, "mutants").verdict is CheckVerdict.SKIPPED
+    assert report.mutation_testing.startswith("skipped")
+
+
+def test_mutation_testing_can_be_turned_off_and_the_report_says_so(make_task):
+    report = gate_task(make_task(base="good_records"), SETTINGS.model_copy(update={"mutation_testing": False}))
+    assert report.verdict is GateVerdict.RETAINED
+    assert report.mutation_testing == "off"
+    assert _check(report, "mutants").verdict is CheckVerdict.SKIPPED and not report.mutants
+
+
+def test_committed_states_are_removed(make_task, docker_client):
+    gate_task(make_task(base="good_records"), SETTINGS)
+    left = docker_client.images.list(filters={"label": f"skill2env.gate={RUN_ID}"})
+    assert not left, [i.tags for i in left]
+
+
+def test_a_deviating_control_reruns_the_mutants_in_fresh_containers(make_task):
+    """A verifier whose side effect spoils its next run in the same container: the batch's control deviates,
+    so every mutant reruns in a fresh container from the Oracle's committed state (taken before the verifier)."""
+    task = make_task(name="side-effect")
+    test_sh = task / "tests" / "test.sh"
+    test_sh.write_text(test_sh.read_text().replace("answer_file=/app/answer.txt",
+                                                   "[ -e /app/.seen ] && answer_file=/nonexistent\n"
+                                                   "touch /app/.seen\nanswer_file=${answer_file:-/app/answer.txt}"))
+    report = gate_task(task, SETTINGS)
+    assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
+    assert "fresh container" in _check(report, "mutants").evidence
+    assert _attempt(report, "perturb_numbers:/app/answer.txt").metrics == {"format": 1.0, "correct": 0.0}
