@@ -43,11 +43,6 @@ def repository(flavour: str, registry: str = LOCAL_REGISTRY) -> str:
     return f"{registry}/s2e-{flavour}"
 
 
-def tag_ref(flavour: str, registry: str = LOCAL_REGISTRY) -> str:
-    """The tag fixtures and task writers put in FROM before pinning, e.g. 127.0.0.1:5000/s2e-minimal:bookworm."""
-    return f"{repository(flavour, registry)}:{SUITE}"
-
-
 def load_base_images(state: Path | None = None) -> dict[str, str]:
     """Read the recorded {flavour: digest-pinned ref} without touching Docker; InfraError when never built."""
     path = record_path(state)
