@@ -21,20 +21,21 @@ from scipy import sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from skill2env_dagster.skillhub.config import CrawlSettings  # noqa: E402
-from skill2env_dagster.skillhub.crawl import crawl_paths  # noqa: E402
-from skill2env_dagster.skillhub.dedup import DedupItem, Shingler, find_duplicates  # noqa: E402
+from skill2env_dagster.skillhub.config import CrawlSettings
+from skill2env_dagster.skillhub.crawl import crawl_paths
+from skill2env_dagster.skillhub.dedup import DedupItem, Shingler, find_duplicates
 
-DOMAIN_WORDS = (
-    "csv invoice ledger nginx awk log latency sqlite query schema audit config report unit conversion assay "
-    "markdown lint heading link table column row duplicate merge reconcile payment vendor customer region "
-    "timestamp parse validate normalise export import pipeline checksum threshold outlier budget forecast"
-).split()
+DOMAIN_WORDS = [
+    "csv", "invoice", "ledger", "nginx", "awk", "log", "latency", "sqlite", "query", "schema", "audit", "config",
+    "report", "unit", "conversion", "assay", "markdown", "lint", "heading", "link", "table", "column", "row",
+    "duplicate", "merge", "reconcile", "payment", "vendor", "customer", "region", "timestamp", "parse", "validate",
+    "normalise", "export", "import", "pipeline", "checksum", "threshold", "outlier", "budget", "forecast"
+]
 
 
 def _vocab(rng: random.Random, n: int = 20000) -> list[str]:
     syll = ["ka", "to", "ri", "mo", "ne", "sa", "lu", "vi", "de", "po", "ga", "fe", "zu", "xi"]
-    return [w for w in DOMAIN_WORDS] + ["".join(rng.choices(syll, k=rng.randint(2, 4))) for _ in range(n)]
+    return list(DOMAIN_WORDS) + ["".join(rng.choices(syll, k=rng.randint(2, 4))) for _ in range(n)]
 
 
 def _body(rng: random.Random, vocab: list[str], words: int) -> str:
@@ -107,7 +108,7 @@ def exact_pairs(sets: list[np.ndarray], threshold: float) -> set[tuple[int, int]
     inter = (m @ m.T).tocoo()
     sizes = np.array([len(s) for s in sets])
     out = set()
-    for i, j, v in zip(inter.row, inter.col, inter.data):
+    for i, j, v in zip(inter.row, inter.col, inter.data, strict=False):
         if i < j and v / (sizes[i] + sizes[j] - v) >= threshold:
             out.add((i, j))
     return out

@@ -49,7 +49,8 @@ def corpus_figures(skills_dir: Path) -> list:
     for axis in ("complexity", "capability_dimension", "primary_verifier_pattern"):
         print(f"coverage {axis:<22}{dict(sorted(table[axis].items(), key=lambda kv: -kv[1]))}")
     unused = [k for k, v in table["difficulty_pattern"].items() if v == 0]
-    print(f"difficulty patterns used       {len(table['difficulty_pattern']) - len(unused)} / {len(table['difficulty_pattern'])}")
+    pool = len(table["difficulty_pattern"])
+    print(f"difficulty patterns used       {pool - len(unused)} / {pool}")
     return records
 
 

@@ -56,7 +56,8 @@ def main() -> None:
             for s in axes.samples[: args.variants]:
                 start = time.perf_counter()
                 builder = TaskBuilder(Path(tmp) / task_name(skill, s))
-                env, _ = build_candidate(builder, make_context(skill, wf[s.workflow], s, pins, task_name(skill, s)), gen)
+                ctx = make_context(skill, wf[s.workflow], s, pins, task_name(skill, s))
+                env, _ = build_candidate(builder, ctx, gen)
                 per_recipe[env.recipe] += time.perf_counter() - start
                 folders.append(builder.dir.root)
                 recipes.append(env.recipe)

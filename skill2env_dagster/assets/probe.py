@@ -21,7 +21,7 @@ from skill2env_dagster.store import ArtifactStore, digest_model
 
 
 class RetrievalProbeConfig(dg.Config):
-    modes: list[str] = list(ALL_MODES)
+    modes: list[str] = list(ALL_MODES)  # noqa: RUF012  (dg.Config is pydantic: defaults are copied per instance)
     mask_top_k: int = 25
 
 

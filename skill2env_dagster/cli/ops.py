@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 import urllib.error
 import urllib.request
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -98,14 +98,16 @@ def stale_partitions(url: str, assets: list[str] | None = None) -> list[StalePar
     """Every (asset, partition) the webserver reports STALE; MISSING and FRESH partitions are left alone."""
     wanted = set(assets or [])
     keys = [n["assetKey"] for n in graphql(url, NODES_QUERY)["assetNodes"]
-            if n["isPartitioned"] and n["isMaterializable"] and (not wanted or "/".join(n["assetKey"]["path"]) in wanted)]
+            if n["isPartitioned"] and n["isMaterializable"]
+            and (not wanted or "/".join(n["assetKey"]["path"]) in wanted)]
     if not keys:
         return []
     found: list[StalePartition] = []
     for node in graphql(url, STALE_QUERY, {"keys": keys})["assetNodes"]:
         name = "/".join(node["assetKey"]["path"])
         statuses = node["staleStatusByPartition"] or []
-        found += [StalePartition(name, k) for k, s in zip(node["partitionKeys"], statuses) if s == "STALE"]
+        pairs = zip(node["partitionKeys"], statuses, strict=False)
+        found += [StalePartition(name, k) for k, s in pairs if s == "STALE"]
     return found
 
 

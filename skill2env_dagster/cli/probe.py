@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", type=Path, required=True, help="where to write the report (JSON)")
     p.add_argument("--modes", nargs="+", choices=ALL_MODES, help="modes to score (default: all)")
     p.add_argument("--mask-top-k", type=int, default=ProbeConfig().mask_top_k, help="terms masked per skill")
-    p.add_argument("--benchmark", type=Path, nargs="*", default=[], help="benchmark folders/files to decontaminate against")
+    p.add_argument("--benchmark", type=Path, nargs="*", default=[],
+                   help="benchmark folders/files to decontaminate against")
     p.add_argument("--decontam-json", type=Path, help="where to write the decontamination report (needs --benchmark)")
     p.set_defaults(func=run)
 

@@ -129,6 +129,10 @@ class NgramIndex:
         return hits
 
 
+def _strength(m: DecontamMatch) -> tuple[bool, float, float]:
+    return (m.flagged, m.containment, m.jaccard)
+
+
 def _best_match(task: TextDoc, grams: set[int], index: NgramIndex, cfg: DecontamConfig) -> DecontamMatch | None:
     best: DecontamMatch | None = None
     for doc, shared in index.overlaps(grams).items():
@@ -140,7 +144,7 @@ def _best_match(task: TextDoc, grams: set[int], index: NgramIndex, cfg: Decontam
             task_id=task.doc_id, benchmark_id=index.ids[doc], shared=shared, jaccard=jaccard,
             containment=containment, flagged=flagged, reason=ReasonCode.CONTAMINATED if flagged else None,
         )
-        if best is None or (match.flagged, match.containment, match.jaccard) > (best.flagged, best.containment, best.jaccard):
+        if best is None or _strength(match) > _strength(best):
             best = match
     return best
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
-from skill2env_dagster.models.export import CorpusStats  # noqa: E402
-from skill2env_dagster.store import atomic_write_bytes  # noqa: E402
+from skill2env_dagster.models.export import CorpusStats
+from skill2env_dagster.store import atomic_write_bytes
 
 
 def _barh(title: str, labels: list[str], values: list[float], xlabel: str) -> Figure:

@@ -15,34 +15,34 @@ from skill2env_dagster.export.inputs import CorpusInputs
 from skill2env_dagster.models.failure import StageFailure
 from skill2env_dagster.models.probe import ALL_MODES
 
-S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+S, INT, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 LS = pa.list_(S)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "skills": pa.schema([("skill_id", S), ("source", S), ("rel_path", S), ("name", S), ("domain", S),
                          ("status", S), ("eligible", B), ("reasons", LS), ("license", S), ("duplicate_of", S),
-                         ("bundle_digest", S), ("n_files", I), ("body_chars", I), ("failed_stage", S),
+                         ("bundle_digest", S), ("n_files", INT), ("body_chars", INT), ("failed_stage", S),
                          ("failure_reason", S), ("failure_message", S)]),
-    "plans": pa.schema([("skill_id", S), ("rank", I), ("workflow", S), ("summary", S), ("criteria_total", I),
+    "plans": pa.schema([("skill_id", S), ("rank", INT), ("workflow", S), ("summary", S), ("criteria_total", INT),
                         ("generator", S), ("model", S), ("prompt_version", S)]),
-    "axes": pa.schema([("skill_id", S), ("variant", I), ("workflow", S), ("archetype", S),
+    "axes": pa.schema([("skill_id", S), ("variant", INT), ("workflow", S), ("archetype", S),
                        ("primary_verifier_pattern", S), ("complexity", S), ("persona", S), ("tone", S),
                        ("expertise", S), ("capability_dimension", S), ("difficulty_pattern", S),
                        ("from_pool", B), ("seed", pa.uint64())]),  # seeds are 64-bit unsigned
-    "tasks": pa.schema([("task_name", S), ("skill_id", S), ("workflow", S), ("variant", I), ("generator", S),
+    "tasks": pa.schema([("task_name", S), ("skill_id", S), ("workflow", S), ("variant", INT), ("generator", S),
                         ("archetype", S), ("primary_verifier_pattern", S), ("complexity", S), ("persona", S),
                         ("tone", S), ("expertise", S), ("recipe", S), ("image", S), ("status", S),
-                        ("reasons", LS), ("n_metrics", I), ("repair_attempts", I), ("size_bytes", I),
+                        ("reasons", LS), ("n_metrics", INT), ("repair_attempts", INT), ("size_bytes", INT),
                         ("path", S), ("contaminated", B)]),
     "gates": pa.schema([("skill_id", S), ("task_name", S), ("verdict", S), ("reason", S), ("check_name", S),
                         ("check_verdict", S), ("check_reason", S), ("seconds", F)]),
     "probe": pa.schema([("task_id", S), ("source_skill", S), ("generator", S), ("domain", S), ("status", S),
-                        ("reason", S)] + [(f"rank_{m}", I) for m in ALL_MODES]),
-    "probe_skills": pa.schema([("skill_id", S), ("domain", S), ("n_tasks", I), ("top1", F), ("mrr", F),
+                        ("reason", S)] + [(f"rank_{m}", INT) for m in ALL_MODES]),
+    "probe_skills": pa.schema([("skill_id", S), ("domain", S), ("n_tasks", INT), ("top1", F), ("mrr", F),
                                ("masked_top1", F)]),
     # cost_usd is NULL when tokens were spent at an unconfigured price ("unknown", never 0)
-    "usage": pa.schema([("stage", S), ("skill_id", S), ("status", S), ("generator", S), ("calls", I),
-                        ("failed_calls", I), ("cache_hits", I), ("prompt_tokens", I), ("completion_tokens", I),
+    "usage": pa.schema([("stage", S), ("skill_id", S), ("status", S), ("generator", S), ("calls", INT),
+                        ("failed_calls", INT), ("cache_hits", INT), ("prompt_tokens", INT), ("completion_tokens", INT),
                         ("cost_usd", F)]),
 }
 

@@ -12,13 +12,10 @@ SCHEMA_VERSION = 1
 
 # The three query texts of the reference probe, then the lexical controls that separate vocabulary from method.
 BASE_MODES: tuple[str, ...] = ("instruction_rubric", "rubric_only", "instruction_only")
-ALL_MODES: tuple[str, ...] = BASE_MODES + (
-    "bm25_instruction_rubric",
-    "bm25_rubric_only",
-    "bm25_instruction_only",
-    "masked_instruction_rubric",
-    "masked_rubric_only",
-    "masked_instruction_only",
+ALL_MODES: tuple[str, ...] = (
+    *BASE_MODES,
+    *(f"bm25_{m}" for m in BASE_MODES),
+    *(f"masked_{m}" for m in BASE_MODES),
 )
 
 

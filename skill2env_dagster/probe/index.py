@@ -117,7 +117,8 @@ class SkillIndex:
             order = np.argsort(-docs.data[lo:hi], kind="stable")[:top_k]
             rows.append(docs.indices[lo:hi][order])
         name_counts = self.counts(self._names)
-        cols = [np.union1d(r, name_counts.indices[name_counts.indptr[i] : name_counts.indptr[i + 1]]) for i, r in enumerate(rows)]
+        ptr = name_counts.indptr
+        cols = [np.union1d(r, name_counts.indices[ptr[i] : ptr[i + 1]]) for i, r in enumerate(rows)]
         indptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])
         indices = np.concatenate(cols) if cols else np.array([], dtype=np.int64)
         return sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=docs.shape)

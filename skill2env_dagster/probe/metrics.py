@@ -9,7 +9,6 @@ import numpy as np
 
 from skill2env_dagster.models.probe import RankMetrics
 
-
 TIE_TOLERANCE = 1e-9
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -128,7 +128,9 @@ class _Block:
         return truth_ranks(scores, self.q.truth[self.lo : self.hi])
 
 
-def _rank_modes(q: _Queries, modes: Sequence[str], batch: int, workers: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+def _rank_modes(
+    q: _Queries, modes: Sequence[str], batch: int, workers: int
+) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     n = len(q.truth)
     empty = {m: q.nonempty(_split_mode(m)[0], PARTS[_split_mode(m)[1]]) == 0 for m in modes}
     ranks = {m: np.empty(n, dtype=np.int64) for m in modes}
@@ -145,7 +147,9 @@ def _rank_modes(q: _Queries, modes: Sequence[str], batch: int, workers: int) -> 
     return ranks, {m: int(empty[m].sum()) for m in modes}
 
 
-def _per_skill(index: SkillIndex, truth: np.ndarray, ranks: dict[str, np.ndarray], masked: str) -> list[SkillProbeScore]:
+def _per_skill(
+    index: SkillIndex, truth: np.ndarray, ranks: dict[str, np.ndarray], masked: str
+) -> list[SkillProbeScore]:
     out: list[SkillProbeScore] = []
     prim = ranks.get(PRIMARY_MODE)
     for i, sid in enumerate(index.skill_ids):

@@ -106,7 +106,7 @@ def vocabulary(texts: list[str], limit: int = 60) -> list[str]:
 def markdown_tables(text: str, origin: str) -> list[Table]:
     tables: list[Table] = []
     block: list[str] = []
-    for line in text.splitlines() + [""]:
+    for line in [*text.splitlines(), ""]:
         if line.strip().startswith("|"):
             block.append(line.strip())
             continue

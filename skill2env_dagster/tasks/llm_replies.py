@@ -2,10 +2,10 @@
 
 The JSON schema of each reply model is the whole contract with the server: every rule we check is in it (path
 patterns, the areas a step may not write into, required entry files and their shebangs, file counts and sizes,
-the Dockerfile instruction allowlist, metric-name patterns and uniqueness, one-line rubric items), so a server with constrained decoding can only produce
-replies we accept. A rule JSON Schema cannot express would be listed in the model's `SEMANTIC_RULES` and sent
-with the schema and with every repair request; today there is none (tests/unit/test_reply_schemas.py draws
-random schema-valid replies and checks that every one validates).
+the Dockerfile instruction allowlist, metric-name patterns and uniqueness, one-line rubric items), so a server
+with constrained decoding can only produce replies we accept. A rule JSON Schema cannot express would be listed
+in the model's `SEMANTIC_RULES` and sent with the schema and with every repair request; today there is none
+(tests/unit/test_reply_schemas.py draws random schema-valid replies and checks that every one validates).
 
 Validation runs before anything is written: a reply that breaks a rule is a schema violation, the client asks
 once for a repair and then fails the call with `llm_schema_violation`, so a bad reply never writes outside its
@@ -62,7 +62,7 @@ def file_map_schema(own: str, required: tuple[str, ...] = (), forbidden: tuple[s
         "additionalProperties": text,
     }
     named = {name: script if name in SCRIPTS else text for name in required}
-    named.update({name: script for name in scripts})
+    named.update(dict.fromkeys(scripts, script))
     if named:
         schema["properties"] = named
     if required:

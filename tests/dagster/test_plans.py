@@ -13,8 +13,6 @@ from dagster._core.loader import LoadingContextForTest
 from skill2env_dagster.artifacts import AXES, FAILURES, PLANS, SKILLS_PARTITION, SNAPSHOT
 from skill2env_dagster.assets.plans import build_plan_assets
 from skill2env_dagster.llm.prompts import PACKAGE_PROMPTS
-from skill2env_dagster.models.axes import AxisSampleSet
-from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
@@ -30,7 +28,7 @@ KEYS = ["t__invoice-check", "t__changelog-writer", "t__screened"]
 @pytest.fixture()
 def env(tmp_path):
     store = ArtifactStore(tmp_path / "artifacts")
-    for key, text in zip(KEYS, [CSV_SKILL, GIT_SKILL, GIT_SKILL]):
+    for key, text in zip(KEYS, [CSV_SKILL, GIT_SKILL, GIT_SKILL], strict=False):
         folder = tmp_path / "skills" / key
         folder.mkdir(parents=True)
         (folder / "SKILL.md").write_text(text)
@@ -117,7 +115,7 @@ def _status(instance, assets, key, asset):
 def test_template_edit_marks_plans_stale(env, tmp_path, monkeypatch):
     """With a model configured the template decides the plans; offline it is never rendered (and stales nothing,
     see test_code_versions.py)."""
-    store, instance, artifacts = env
+    _store, instance, artifacts = env
     monkeypatch.setenv("S2E_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("S2E_LLM_MODEL", "m")
     folder = tmp_path / "prompts"

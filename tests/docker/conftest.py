@@ -31,7 +31,7 @@ def docker_client():
     try:
         client = docker.from_env()
         client.ping()
-    except Exception as e:  # noqa: BLE001 - any failure here means "no engine"
+    except Exception as e:
         _unavailable(f"no Docker engine answers ({e})")
     if not registry_alive():
         _unavailable("no registry at 127.0.0.1:5000")

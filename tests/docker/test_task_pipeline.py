@@ -98,7 +98,7 @@ def test_repair_loop_fixes_solution_only(docker_client, examples_dir, tmp_path):
     skill = skill_from_dir(examples_dir / "log-triage-awk")
     plans, axes = plans_and_axes(skill, ["audit_report"])
     gen = BrokenFirst()
-    result, reports = create_tasks_for_skill(ArtifactStore(tmp_path), skill, plans, axes, gen, _gate,
+    result, _reports = create_tasks_for_skill(ArtifactStore(tmp_path), skill, plans, axes, gen, _gate,
                                              load_base_images(), CreationSettings(max_repairs=2))
     b = result.bundles[0]
     assert b.status == "retained", b.evidence

@@ -62,7 +62,7 @@ class DagsterDev:
         self.env = {**os.environ, **env, "DAGSTER_HOME": str(home), "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 120.0) -> "DagsterDev":
+    def start(self, timeout: float = 120.0) -> DagsterDev:
         cmd = ["env", "--default-signal=INT", str(VENV_BIN / "dagster"), "dev", "-w", str(self.workspace),
                "-h", "127.0.0.1", "-p", str(self.port)]
         with open(self.log_path, "ab") as log:

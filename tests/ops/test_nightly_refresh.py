@@ -8,7 +8,7 @@ would: schedule tick → crawl run → sensor tick → per-skill runs.
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -77,7 +77,7 @@ def _materialised_count(instance: dg.DagsterInstance, key: str) -> int:
 
 def test_two_nights_follow_gained_changed_and_lost_skills(nightly) -> None:
     work, defs, resources, instance = nightly
-    first, cursor = _tick(defs, resources, instance, None, datetime(2026, 1, 1, 2, tzinfo=timezone.utc))
+    first, cursor = _tick(defs, resources, instance, None, datetime(2026, 1, 1, 2, tzinfo=UTC))
     assert sorted(r.partition_key for r in first) == ["g__csv-cleaner", "g__log-counter", "g__unit-converter"]
     assert set(instance.get_dynamic_partitions("skills")) == {r.partition_key for r in first}
 
@@ -88,7 +88,7 @@ def test_two_nights_follow_gained_changed_and_lost_skills(nightly) -> None:
     commit_all(work, "gain, change, lose")
     git(work, "push", "-q", "origin", "main")
 
-    second, cursor2 = _tick(defs, resources, instance, cursor, datetime(2026, 1, 2, 2, tzinfo=timezone.utc))
+    second, cursor2 = _tick(defs, resources, instance, cursor, datetime(2026, 1, 2, 2, tzinfo=UTC))
     assert cursor2 != cursor
     assert sorted(r.partition_key for r in second) == ["g__image-renamer", "g__log-counter"]
     assert set(instance.get_dynamic_partitions("skills")) == {"g__csv-cleaner", "g__image-renamer", "g__log-counter"}
@@ -98,5 +98,5 @@ def test_two_nights_follow_gained_changed_and_lost_skills(nightly) -> None:
     assert _materialised_count(instance, "g__image-renamer") == 1
 
     # A third night with no change requests nothing.
-    third, _ = _tick(defs, resources, instance, cursor2, datetime(2026, 1, 3, 2, tzinfo=timezone.utc))
+    third, _ = _tick(defs, resources, instance, cursor2, datetime(2026, 1, 3, 2, tzinfo=UTC))
     assert third == []

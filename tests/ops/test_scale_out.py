@@ -76,7 +76,7 @@ def _wait(instance: dg.DagsterInstance, run_id: str, timeout: float = 150) -> dg
 def _why(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str:
     """The run's own error events, and its container's log when it got that far."""
     events = [f"{e.dagster_event_type}: {e.message} {getattr(e.dagster_event, 'event_specific_data', '')}"[:1500]
-              for e in instance.all_logs(run.run_id) if e.is_dagster_event and "FAIL" in str(e.dagster_event_type)
+              for e in instance.all_logs(run.run_id) if (e.is_dagster_event and "FAIL" in str(e.dagster_event_type))
               or (e.dagster_event_type and "ENGINE" in str(e.dagster_event_type))]
     cid = run.tags.get("docker/container_id")
     logs = subprocess.run(["docker", "logs", "--tail", "60", cid], capture_output=True, text=True,
@@ -94,9 +94,9 @@ def test_partitioned_run_through_docker_run_launcher_on_postgres(tmp_path, postg
         monkeypatch.setenv(k, v)
     full_env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
 
-    daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", str(REPO / "workspace.yaml")],
-                              cwd=REPO, env=full_env, stdout=open(root / "daemon.log", "wb"),
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    with open(root / "daemon.log", "wb") as log:
+        daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", str(REPO / "workspace.yaml")],
+                                  cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     run_ids = [str(uuid.uuid4()), str(uuid.uuid4())]
     try:
         # Keep the change sensor from launching its own runs in the middle of this one-skill scenario.

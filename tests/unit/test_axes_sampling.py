@@ -57,7 +57,7 @@ def test_stratified_levels_exact_for_ten():
 
 def test_primary_from_pool_and_fallbacks_recorded(plans):
     s = sample_axes(plans, global_seed=0)
-    for sample, wf in zip(s.samples, plans.workflows):
+    for sample, wf in zip(s.samples, plans.workflows, strict=False):
         combo = AxisCombo(archetype=sample.archetype, primary_verifier_pattern=sample.primary_verifier_pattern,
                           persona=sample.persona)
         assert sample.from_pool and combo in wf.axis_pool

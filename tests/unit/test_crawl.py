@@ -1,10 +1,8 @@
 """The crawl end to end on folders and git sources: statuses, reasons, provenance, never aborting."""
 
 import os
-from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 import yaml
 
 from skill2env_dagster.cli import main as cli_main

@@ -51,7 +51,7 @@ def test_containment_catches_embedded_task_that_jaccard_misses() -> None:
 
 def test_near_copy_flagged_by_jaccard_and_unrelated_task_kept() -> None:
     words = BENCH_LONG.split()
-    near = " ".join(words[:-2] + ["changed", "ending"])
+    near = " ".join([*words[:-2], "changed", "ending"])
     report = check_contamination(
         [TextDoc("near", near), TextDoc("unrelated", text(9, 200))],
         [TextDoc("bench/long", BENCH_LONG)],

@@ -2,7 +2,7 @@
 
 import random
 
-from skill2env_dagster.skillhub.dedup import DedupItem, exact_jaccard, find_duplicates, Shingler
+from skill2env_dagster.skillhub.dedup import DedupItem, Shingler, exact_jaccard, find_duplicates
 
 
 def _texts(n, seed=1):

@@ -44,7 +44,8 @@ def plan_set(sid: str) -> WorkflowPlanSet:
                   axis_pool=[AxisCombo(archetype="repair_debug", primary_verifier_pattern="exact_state",
                                        persona="data_engineer")])
     return WorkflowPlanSet(skill_id=sid, bundle_digest="0" * 64, generator="llm", model="m", prompt_version="p1",
-                           workflows=[wf], usage=Usage(calls=1, prompt_tokens=1000, completion_tokens=500, cost_usd=0.5))
+                           workflows=[wf],
+                           usage=Usage(calls=1, prompt_tokens=1000, completion_tokens=500, cost_usd=0.5))
 
 
 def axis_set(sid: str) -> AxisSampleSet:

@@ -6,16 +6,14 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from tests.unit.test_export import corpus  # noqa: F401  (fixture)
 
+from skill2env_dagster.artifacts import AXES, CORPUS_KEY, GATES, PLANS, PROBE, SNAPSHOT, STATS, TASKS
 from skill2env_dagster.assets.export import corpus_export, corpus_stats
 from skill2env_dagster.assets.probe import retrieval_probe
 from skill2env_dagster.export import CorpusInputs
-from skill2env_dagster.models.export import CorpusStats
-from skill2env_dagster.models.probe import ProbeReport
 from skill2env_dagster.resources.store import ArtifactStoreResource
-from skill2env_dagster.artifacts import AXES, CORPUS_KEY, GATES, PLANS, PROBE, SNAPSHOT, STATS, TASKS
 from skill2env_dagster.store import ArtifactStore
+from tests.unit.test_export import corpus  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.dagster
 

@@ -28,7 +28,8 @@ def test_multi_stage_with_platform_and_aliases():
     froms = from_lines(text)
     assert [f.alias for f in froms] == ["build", "test", None, None]
     assert froms[0].flags == ("--platform=linux/amd64",)
-    assert [f.image for f in external_bases(froms)] == [f"127.0.0.1:5000/s2e-python@{D}", f"127.0.0.1:5000/s2e-minimal@{D}"]
+    expected = [f"127.0.0.1:5000/s2e-python@{D}", f"127.0.0.1:5000/s2e-minimal@{D}"]
+    assert [f.image for f in external_bases(froms)] == expected
     assert from_problems(text) == []
     assert copy_problems(text) == []
 

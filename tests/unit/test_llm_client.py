@@ -108,7 +108,7 @@ def test_cache_key_includes_params(server, tmp_path):
 def test_429_honours_retry_after(server, tmp_path):
     server.enqueue(rate_limit(7))
     client, delays = _client(server, tmp_path)
-    answer, usage = client.complete_json(MSGS, Answer, purpose="t")
+    answer, _usage = client.complete_json(MSGS, Answer, purpose="t")
     assert answer.city == "Lyon" and server.count == 2
     assert delays == [7.0]
 

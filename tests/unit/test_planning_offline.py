@@ -12,7 +12,6 @@ import yaml
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import FileEntry, SkillRecord
 from skill2env_dagster.planning import extract_facts, plan_offline
-from skill2env_dagster.reasons import ReasonCode
 
 
 def make_record(folder: Path, skill_id: str | None = None, **over) -> SkillRecord:

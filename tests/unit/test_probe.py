@@ -16,7 +16,8 @@ from skill2env_dagster.reasons import InputError, ReasonCode
 
 SKILLS = {
     "hub/pdf-forms": ("pdf-forms", "docs", "Fill PDF forms with pypdf: read AcroForm fields, write values, flatten."),
-    "hub/helm-charts": ("helm-charts", "devops", "Package Kubernetes apps as Helm charts; lint templates, values.yaml."),
+    "hub/helm-charts": ("helm-charts", "devops",
+                        "Package Kubernetes apps as Helm charts; lint templates, values.yaml."),
     "hub/csv-cleaning": ("csv-cleaning", "data", "Clean CSV files with pandas: dedupe rows, parse dates, fix dtypes."),
     "hub/git-bisect": ("git-bisect", "software", "Find the commit that broke a test with git bisect run and a script."),
 }
@@ -48,7 +49,8 @@ def write_task(root: Path, name: str, source: str, instruction: str, rubric: str
 @pytest.fixture()
 def tasks_dir(tmp_path: Path) -> Path:
     root = tmp_path / "tasks"
-    write_task(root, "t-pdf", "hub/pdf-forms", "Our intake PDF has AcroForm fields; fill them.", "- flatten the pdf form")
+    write_task(root, "t-pdf", "hub/pdf-forms", "Our intake PDF has AcroForm fields; fill them.",
+               "- flatten the pdf form")
     write_task(root, "t-helm", "hub/helm-charts", "Ship this service as a Helm chart.", "- lint the chart templates",
                generator="llm")
     # The instruction points at its own skill, the rubric at another one: known split between modes.

@@ -21,7 +21,8 @@ SKILLS = {
 TASKS = {
     "pdf-forms": ("Our intake pdf has AcroForm fields; fill them from answers.json.", "- flatten the form"),
     "helm-charts": ("Ship the service as a Helm chart for our Kubernetes cluster.", "- helm lint passes"),
-    "csv-cleaning": ("The CSV export has duplicate rows and mixed dates; clean it with pandas.", "- report dropped rows"),
+    "csv-cleaning": ("The CSV export has duplicate rows and mixed dates; clean it with pandas.",
+                     "- report dropped rows"),
 }
 
 

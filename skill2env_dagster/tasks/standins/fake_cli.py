@@ -12,7 +12,8 @@ import time
 import urllib.error
 import urllib.request
 
-CONTRACT = json.load(open("/opt/stub/contract.json"))
+with open("/opt/stub/contract.json") as _f:
+    CONTRACT = json.load(_f)
 BASE = f"http://127.0.0.1:{CONTRACT['port']}"
 
 
@@ -55,7 +56,7 @@ def main(argv):
     elif cmd == "get" and args:
         status, text = call("GET", f"{col}/{args[0]}")
     elif cmd == "create":
-        status, text = call("POST", col, dict((k, value(v)) for k, v in (a.split("=", 1) for a in args)))
+        status, text = call("POST", col, {k: value(v) for k, v in (a.split("=", 1) for a in args)})
     elif cmd == "delete" and args:
         status, text = call("DELETE", f"{col}/{args[0]}")
     else:

@@ -14,7 +14,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-CONTRACT = json.load(open(sys.argv[1]))
+with open(sys.argv[1]) as _f:
+    CONTRACT = json.load(_f)
 LOCK = threading.Lock()
 
 
