@@ -15,7 +15,7 @@ import dagster as dg
 from skill2env_dagster.artifacts import CORPUS_KEY, PROBE, SNAPSHOT, TASKS
 from skill2env_dagster.assets.common import asset_code_version
 from skill2env_dagster.models.probe import ALL_MODES, BASE_MODES, ProbeConfig, ProbeReport, ProbeTaskResult
-from skill2env_dagster.probe import ProbeTask, candidate_skills, probe_retrieval, read_task
+from skill2env_dagster.probe import ProbeTask, candidate_skills, probe_retrieval, read_tasks
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore, digest_model
 
@@ -26,13 +26,8 @@ class RetrievalProbeConfig(dg.Config):
 
 
 def _retained_tasks(store: ArtifactStore) -> tuple[list[ProbeTask], list[ProbeTaskResult]]:
-    tasks: list[ProbeTask] = []
-    invalid: list[ProbeTaskResult] = []
-    for bundles in store.load_all(TASKS).values():
-        for b in bundles.retained():
-            got = read_task(Path(b.path), b.task_name)
-            (tasks if isinstance(got, ProbeTask) else invalid).append(got)
-    return tasks, invalid
+    return read_tasks((Path(b.path), b.task_name) for bundles in store.load_all(TASKS).values()
+                      for b in bundles.retained())
 
 
 def _modes_table(report: ProbeReport) -> str:

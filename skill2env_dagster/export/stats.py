@@ -54,7 +54,7 @@ def _rate(verdicts: pd.Series) -> CountRate:
 
 def _gate_rates(gates: pd.DataFrame) -> dict[str, CountRate]:
     checks = gates.dropna(subset=["check_name"])
-    rates = {name: _rate(group["check_verdict"]) for name, group in sorted(checks.groupby("check_name"))}
+    rates = {str(name): _rate(group["check_verdict"]) for name, group in sorted(checks.groupby("check_name"))}
     overall = gates.drop_duplicates(["skill_id", "task_name"])["verdict"]
     rates["overall"] = _rate(overall.map({"retained": "pass", "rejected": "fail"}).fillna("error"))
     return rates
@@ -93,7 +93,7 @@ def _domain_mix(skills: pd.DataFrame, retained: pd.DataFrame) -> dict[str, dict[
     domain_of = skills.set_index("skill_id")["domain"]
     kept = retained["skill_id"].map(domain_of).fillna("unknown").value_counts()
     mix = pd.DataFrame({"eligible_skills": eligible, "retained_tasks": kept}).fillna(0).astype(int)
-    return {str(d): {k: int(v) for k, v in row.items()} for d, row in mix.sort_index().iterrows()}
+    return {str(d): {str(k): int(v) for k, v in row.items()} for d, row in mix.sort_index().iterrows()}
 
 
 def _probe(report: ProbeReport | None) -> dict[str, float]:

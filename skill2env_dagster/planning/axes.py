@@ -9,9 +9,10 @@ skill-level seeded shuffle decides which variant gets which level.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
-from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
+from skill2env_dagster.models.axes import AxisSample, AxisSampleSet, Capability, Complexity
 from skill2env_dagster.models.plan import AxisCombo, Workflow, WorkflowPlanSet
 from skill2env_dagster.planning.catalogue import (
     CAPABILITIES,
@@ -22,6 +23,8 @@ from skill2env_dagster.planning.catalogue import (
 )
 from skill2env_dagster.store import sha256_bytes
 
+K = TypeVar("K")
+
 AXES = ("archetype", "primary_verifier_pattern", "complexity", "persona", "tone", "expertise",
         "capability_dimension", "difficulty_pattern")
 
@@ -30,7 +33,7 @@ def derive_seed(bundle_digest: str, variant: int | str, global_seed: int) -> int
     return int(sha256_bytes(f"{bundle_digest}:{variant}:{global_seed}".encode())[:16], 16)
 
 
-def stratified_levels(n: int, weights: dict[str, float], rng: random.Random) -> list[str]:
+def stratified_levels(n: int, weights: Mapping[K, float], rng: random.Random) -> list[K]:
     """n levels whose counts follow the weights as closely as integers allow, in seeded order."""
     total = sum(weights.values())
     exact = {k: n * w / total for k, w in weights.items()}
@@ -43,7 +46,7 @@ def stratified_levels(n: int, weights: dict[str, float], rng: random.Random) -> 
     return levels
 
 
-def _weighted(rng: random.Random, weights: dict[str, float]) -> str:
+def _weighted(rng: random.Random, weights: Mapping[K, float]) -> K:
     keys = list(weights)
     return rng.choices(keys, weights=[weights[k] for k in keys], k=1)[0]
 
@@ -74,7 +77,8 @@ def _difficulty(rng: random.Random, archetype: str, dimension: str, patterns: Pa
 
 
 def sample_variant(
-    plans: WorkflowPlanSet, workflow: Workflow, variant: int, complexity: str, dimension: str, global_seed: int,
+    plans: WorkflowPlanSet, workflow: Workflow, variant: int, complexity: Complexity, dimension: Capability,
+    global_seed: int,
     cat: AxisCatalogue, patterns: PatternPool,
 ) -> AxisSample:
     seed = derive_seed(plans.bundle_digest, variant, global_seed)

@@ -19,7 +19,7 @@ from skill2env_dagster.models.labels import check_label
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 AXES_FILE = "axes.yaml"
 PATTERNS_FILE = "difficulty_patterns.yaml"
-CAPABILITIES: tuple[str, ...] = get_args(Capability)
+CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
 
 
 class ComplexityLevel(BaseModel):

@@ -153,7 +153,9 @@ def _commands(tokens: list) -> list[str]:
 
 
 def _tables(tokens: list) -> list[list[str]]:
-    tables, current, in_head = [], [], False
+    tables: list[list[str]] = []
+    current: list[str] = []
+    in_head = False
     for i, t in enumerate(tokens):
         if t.type == "thead_open":
             in_head, current = True, []
@@ -232,7 +234,7 @@ def _vocabulary(skill: SkillRecord, top: int = 15) -> list[str]:
     except ValueError:
         return []
     terms = vec.get_feature_names_out()
-    ranked = sorted(zip(terms, counts), key=lambda tc: (-tc[1], tc[0]))
+    ranked = sorted(zip(terms, counts, strict=True), key=lambda tc: (-tc[1], tc[0]))
     out: list[str] = []
     for term, count in ranked:
         if count < 2 or set(term.split()) & VOCAB_STOP:

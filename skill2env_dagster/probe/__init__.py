@@ -2,7 +2,7 @@
 
 from skill2env_dagster.probe.index import SkillIndex
 from skill2env_dagster.probe.run import candidate_skills, probe_retrieval
-from skill2env_dagster.probe.tasks import ProbeTask, find_task_dirs, load_tasks, read_task
+from skill2env_dagster.probe.tasks import ProbeTask, find_task_dirs, load_tasks, read_tasks
 
 __all__ = [
     "ProbeTask",
@@ -11,5 +11,5 @@ __all__ = [
     "find_task_dirs",
     "load_tasks",
     "probe_retrieval",
-    "read_task",
+    "read_tasks",
 ]

@@ -121,9 +121,9 @@ class _Block:
     def ranks(self, mode: str, empty: np.ndarray) -> np.ndarray:
         kind, base = _split_mode(mode)
         scorer = "bm25" if kind == "bm25" else "tfidf"
-        scores = sum(self.raw(scorer, p) for p in PARTS[base])
+        scores = np.add.reduce([self.raw(scorer, p) for p in PARTS[base]])
         if kind == "masked":
-            scores = scores - sum(self.raw(scorer, p, masked_only=True) for p in PARTS[base])
+            scores = scores - np.add.reduce([self.raw(scorer, p, masked_only=True) for p in PARTS[base]])
         scores[empty[self.lo : self.hi]] = 0.0
         return truth_ranks(scores, self.q.truth[self.lo : self.hi])
 

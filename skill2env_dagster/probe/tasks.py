@@ -7,6 +7,7 @@ dataset, including one produced elsewhere; a folder it cannot use becomes a reco
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,9 @@ def read_task(task_dir: Path, task_id: str) -> ProbeTask | ProbeTaskResult:
     meta = doc.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("source_skill"), str) or not meta["source_skill"]:
         return _invalid(task_id, "task.toml has no [metadata].source_skill string")
-    task_table = doc.get("task") if isinstance(doc.get("task"), dict) else {}
+    task_table = doc.get("task")
+    if not isinstance(task_table, dict):
+        task_table = {}
     try:
         instruction = _read_text(task_dir / INSTRUCTION)
         rubric = _read_text(task_dir / RUBRIC)
@@ -81,11 +84,21 @@ def read_task(task_dir: Path, task_id: str) -> ProbeTask | ProbeTaskResult:
 
 def load_tasks(root: Path) -> tuple[list[ProbeTask], list[ProbeTaskResult]]:
     """All usable tasks under root, plus an `invalid` result for every folder that could not be used."""
+    def task_id(task_dir: Path) -> str:
+        rel = task_dir.relative_to(root).as_posix()
+        return rel if rel != "." else task_dir.name
+
+    return read_tasks((d, task_id(d)) for d in find_task_dirs(root))
+
+
+def read_tasks(found: Iterable[tuple[Path, str]]) -> tuple[list[ProbeTask], list[ProbeTaskResult]]:
+    """Read each (task folder, task id): the usable tasks, and an `invalid` result for each one that is not."""
     tasks: list[ProbeTask] = []
     invalid: list[ProbeTaskResult] = []
-    for task_dir in find_task_dirs(root):
-        rel = task_dir.relative_to(root).as_posix()
-        task_id = rel if rel != "." else task_dir.name
+    for task_dir, task_id in found:
         got = read_task(task_dir, task_id)
-        (tasks if isinstance(got, ProbeTask) else invalid).append(got)
+        if isinstance(got, ProbeTask):
+            tasks.append(got)
+        else:
+            invalid.append(got)
     return tasks, invalid
