@@ -8,6 +8,7 @@ gates on the published retained folders, so what downstream consumers read is ve
 # No `from __future__ import annotations`: Dagster resolves the dg.Config parameter type at decoration time.
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -26,6 +27,9 @@ from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_
 
 TASKS_VERSION = asset_code_version(TASKS)
 FROZEN_CHECK, PASS_CHECK = "retained_tasks_frozen", "retained_tasks_pass_gates"
+# task_bundles records its run config under this key: run config is no part of Dagster's staleness, so a headless
+# run compares it to decide whether a different --max-variants must re-create the tasks.
+CREATION_SETTINGS_METADATA = "creation_settings"
 
 
 class TaskCreationConfig(dg.Config, CreationSettings):
@@ -45,7 +49,7 @@ def _table(bundles: list[TaskBundle]) -> str:
     return "| task | archetype | verifier | status | reasons | repairs |\n|---|---|---|---|---|---|\n" + "\n".join(rows)
 
 
-def _bundle_metadata(result: TaskBundleSet) -> dict[str, object]:
+def _bundle_metadata(result: TaskBundleSet, settings: CreationSettings) -> dict[str, Any]:
     retained = result.retained()
     first = retained[0] if retained else (result.bundles[0] if result.bundles else None)
     return {
@@ -64,6 +68,7 @@ def _bundle_metadata(result: TaskBundleSet) -> dict[str, object]:
         "model": result.model or "",
         "prompt_version": result.prompt_version,
         **usage_metadata(result.usage),
+        CREATION_SETTINGS_METADATA: dg.MetadataValue.json(settings.model_dump(mode="json")),
     }
 
 
@@ -96,7 +101,7 @@ def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, 
         result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(), settings)
         digest = store.save(TASKS, key, result)
     context.log.info(f"task_bundles skill={key} created={len(result.bundles)} retained={len(result.retained())}")
-    return dg.MaterializeResult(data_version=dg.DataVersion(digest[:24]), metadata=_bundle_metadata(result),
+    return dg.MaterializeResult(data_version=dg.DataVersion(digest[:24]), metadata=_bundle_metadata(result, settings),
                                 check_results=[_frozen_check(result)])
 
 

@@ -28,9 +28,12 @@ class DockerResource(dg.ConfigurableResource):
 
     gates: GateConfig = Field(default_factory=GateConfig, description="GateSettings (see gates/settings.py).")
     state_dir: str | None = Field(default=None, description="Where base-images.json lives (default S2E_STATE_DIR).")
+    run_label: str | None = Field(default=None, description="`skill2env.gate` label of the gate containers "
+                                  "(find or clean them up by it); None = a fresh random value per gate call.")
 
     def settings(self) -> GateSettings:
-        return GateSettings(**self.gates.model_dump())
+        label = {"run_id": self.run_label} if self.run_label else {}
+        return GateSettings(**self.gates.model_dump(), **label)
 
     def base_images(self, build_missing: bool = False) -> dict[str, str]:
         """{flavour: pinned ref}; reads the record, or builds what is missing when asked to."""

@@ -1,0 +1,24 @@
+"""What happened to one partition in a run: sent back from worker processes, so a model (and free of Dagster, so
+the command line starts fast)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skill2env_dagster.export.funnel import FailedPartition
+
+
+class PartitionOutcome(BaseModel):
+    """What happened to one partition in this run (sent back from a worker process, hence a model)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    status: Literal["up_to_date", "ran", "failed", "interrupted"]
+    runs: int = 0
+    materialized: list[str] = Field(default_factory=list)
+    failure: FailedPartition | None = None
+    seconds: float = 0.0
+    seconds_by_stage: dict[str, float] = Field(default_factory=dict)
