@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from skill2env_dagster.artifacts import GATES, TASKS
 from skill2env_dagster.cli.runner.home import RunHome
 from skill2env_dagster.gates.container import LABEL
+from skill2env_dagster.store import ArtifactStore
 
 pytestmark = pytest.mark.docker
 SKILLS = ("log-triage-awk", "csv-dedupe")
@@ -61,6 +63,10 @@ def test_run_from_a_folder_then_again_then_after_an_edit(docker_client, hub, tmp
     first = _run(str(hub), out)
     _assert_exported(first, out)
     assert first["work"]["ran_partitions"] == ["hub__csv-dedupe", "hub__log-triage-awk"]
+    store = ArtifactStore(out / "artifacts")
+    for key in first["work"]["ran_partitions"]:  # gate once: the creation-time reports stood for the folders
+        retained = {b.task_name for b in store.load(TASKS, key).retained()}
+        assert set(store.load(GATES, key).reused) == retained
 
     second = _run(str(hub), out)
     assert second["work"] | {"seconds": 0} == {**second["work"], "ran": 0, "runs": 0, "up_to_date": 2,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from skill2env_dagster.gates.images import environment_digest
+from skill2env_dagster.gates.reuse import task_digest
 from skill2env_dagster.store import atomic_replace_dir
 
 
@@ -22,7 +22,7 @@ def mirror_tasks(paths: list[str], dest: Path) -> list[str]:
             shutil.rmtree(old)
     for p in paths:
         src, final = Path(p), dest / Path(p).name
-        if final.is_dir() and environment_digest(final) == environment_digest(src):
+        if final.is_dir() and task_digest(final) == task_digest(src):
             continue
         staging = dest / f".{src.name}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
