@@ -58,7 +58,7 @@ def execute(options: RunOptions, args: argparse.Namespace) -> tuple[int, Funnel 
     try:
         with quiet_console(log_file, verbose) as terminal:
             view = ProgressView(terminal, enabled=not verbose)
-            funnel = Session(options, view, log_file).execute()
+            funnel = Session(options, view, log_file, verbose).execute()
     except (RunnerError, Skill2EnvError) as e:
         print(f"skill2env run: {e}\n(log: {log_file})", file=sys.stderr)
         return 2, None

@@ -59,9 +59,11 @@ class RunHome:
         return "s2e-run-" + sha256_bytes(str(self.out.resolve()).encode())[:12]
 
     def env(self) -> dict[str, str]:
-        """What the code location reads from the environment to find this run's state (also for `dagster dev`)."""
+        """What the code location reads from the environment to find this run's state (also for `dagster dev`);
+        the base-image record goes where S2E_STATE_DIR says, else into the run folder (not the working dir)."""
         return {"DAGSTER_HOME": str(self.dagster_home), "S2E_ARTIFACTS_DIR": str(self.artifacts),
-                "S2E_SOURCES": str(self.sources_file)}
+                "S2E_SOURCES": str(self.sources_file),
+                "S2E_STATE_DIR": os.environ.get("S2E_STATE_DIR") or str(self.out / "state")}
 
     def browse_command(self) -> str:
         env = " ".join(f"{k}={v}" for k, v in self.env().items())

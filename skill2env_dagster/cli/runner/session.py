@@ -10,7 +10,7 @@ import logging
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +26,9 @@ from skill2env_dagster.artifacts import (
 )
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.options import RunOptions
-from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionOutcome, PartitionRunner
+from skill2env_dagster.cli.runner.outcome import PartitionOutcome
+from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner
+from skill2env_dagster.cli.runner.pool import WorkerInit, WorkerPool
 from skill2env_dagster.cli.runner.progress import ProgressView
 from skill2env_dagster.cli.runner.sources import combine_sources, write_sources
 from skill2env_dagster.cli.runner.tasks_dir import mirror_tasks
@@ -81,6 +83,7 @@ class Session:
     options: RunOptions
     view: ProgressView
     log_file: Path
+    verbose: bool = False
     home: RunHome = field(init=False)
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
@@ -113,23 +116,45 @@ class Session:
             defs = run_defs(home)
             instance = dg.DagsterInstance.get()
             recover(instance, home)
-            self._crawl(defs, instance)
-            store = ArtifactStore(home.artifacts)
-            skills = _current_skills(store)
-            work = self._partitions(instance, skills)
-            log.info("partitions in scope: %d (%d eligible)", len(work), sum(e for _, e in work))
+            pool = self._pool()
             try:
-                outcomes = list(self._run_partitions(defs, instance, store, work))
-            except BaseException:
-                self.view.say("stopping: cleaning up (gate containers, pool slots)…")
-                recover(instance, home, self.session_id)
-                raise
+                if pool is not None:
+                    pool.start()  # forked now: the code location is imported and no thread runs yet
+                self._crawl(defs, instance)
+                store = ArtifactStore(home.artifacts)
+                skills = _current_skills(store)
+                work = self._partitions(instance, skills)
+                log.info("partitions in scope: %d (%d eligible)", len(work), sum(e for _, e in work))
+                outcomes = self._run_all(defs, instance, store, work, pool)
+            finally:
+                if pool is not None:
+                    pool.close()
             log.info("partitions done: %s", {s: sum(o.status == s for o in outcomes) for s in
                                              ("ran", "up_to_date", "failed", "interrupted")})
             done = summarise(outcomes, self.options.workers)
             done.analytics = self._analytics(defs, instance, any(o.status != "up_to_date" for o in outcomes))
             done.seconds = round(time.monotonic() - start, 2)
             return self._funnel(store, skills, [k for k, _ in work], outcomes, done)
+
+    def _pool(self) -> WorkerPool | None:
+        if self.options.workers < 2:
+            return None  # one partition at a time: in this process, no worker to start
+        init = WorkerInit(out=str(self.home.out), settings=self.options.settings.model_dump(mode="json"),
+                          tags=self.tags, log_file=str(self.log_file), verbose=self.verbose)
+        return WorkerPool(init, self.options.workers)
+
+    def _run_all(self, defs: Any, instance: Any, store: ArtifactStore, work: list[tuple[str, bool]],
+                 pool: WorkerPool | None) -> list[PartitionOutcome]:
+        """Every partition's outcome; on Ctrl-C (or a crash) stop the workers, clean up, and re-raise."""
+        try:
+            return list(self._progress(store, work, pool.outcomes(work) if pool is not None
+                                       else self._in_process(defs, instance, work)))
+        except BaseException:
+            self.view.say("stopping: letting the runs in flight clean up (gate containers, pool slots)…")
+            if pool is not None:
+                pool.interrupt()
+            recover(instance, self.home, self.session_id)
+            raise
 
     def _crawl(self, defs: Any, instance: Any) -> None:
         self.view.say("crawling the sources…")
@@ -150,17 +175,22 @@ class Session:
         eligible = {k for k in keys if k in skills and skills[k].is_eligible}
         return sorted(((k, k in eligible) for k in keys), key=lambda kv: (not kv[1], kv[0]))
 
-    def _run_partitions(self, defs: Any, instance: Any, store: ArtifactStore,
-                        work: list[tuple[str, bool]]) -> Iterator[PartitionOutcome]:
+    def _in_process(self, defs: Any, instance: Any,
+                    work: list[tuple[str, bool]]) -> Generator[PartitionOutcome, None, None]:
         runner = PartitionRunner(defs, instance, self.options.settings, self.tags)
+        for key, eligible in work:
+            yield runner.process(key, eligible)
+
+    def _progress(self, store: ArtifactStore, work: list[tuple[str, bool]],
+                  source: Generator[PartitionOutcome, None, None]) -> Iterator[PartitionOutcome]:
         self.view.start(len(work))
         try:
-            for key, eligible in work:
-                outcome = runner.process(key, eligible)
-                self.view.done(outcome, skill_counts(store, key))
-                if outcome.status == "interrupted":
-                    raise KeyboardInterrupt
-                yield outcome
+            with contextlib.closing(source):
+                for outcome in source:
+                    self.view.done(outcome, skill_counts(store, outcome.key))
+                    if outcome.status == "interrupted":
+                        raise KeyboardInterrupt
+                    yield outcome
         finally:
             self.view.stop()
 
@@ -262,7 +292,7 @@ def remove_gate_containers(label: str) -> int:
 
     try:
         client = docker.from_env()
-        found = client.containers.list(all=True, filters={"label": f"{LABEL}={label}"})
+        found = client.containers.list(all=True, sparse=True, filters={"label": f"{LABEL}={label}"})
     except docker.errors.DockerException as e:
         log.warning("could not list gate containers: %s", e)
         return 0
