@@ -79,3 +79,37 @@ def test_stage_counts_add_up():
     a = SkillCounts(planned=1, created=2, retained=1, rejected_by_reason={"oracle_failed": 1})
     b = SkillCounts(planned=1, created=2, retained=2)
     assert a + b == SkillCounts(planned=2, created=4, retained=3, rejected_by_reason={"oracle_failed": 1})
+
+
+def test_progress_shows_stage_counts_and_failures(tmp_path):
+    import io
+    import re
+
+    from rich.console import Console
+
+    from skill2env_dagster.cli.runner.outcome import PartitionOutcome
+    from skill2env_dagster.cli.runner.progress import ProgressView
+    from skill2env_dagster.export.funnel import FailedPartition
+
+    plain = io.StringIO()
+    view = ProgressView(plain)  # not a terminal: one line per finished skill
+    view.start(2)
+    view.done(PartitionOutcome(key="a", status="ran"), SkillCounts(planned=1, created=2, retained=2))
+    view.done(PartitionOutcome(key="b", status="failed", failure=FailedPartition(
+        partition="b", stage="workflow_plans", reason="llm_unavailable")), SkillCounts())
+    view.stop()
+    lines = plain.getvalue().splitlines()
+    assert lines[0].startswith("[1/2] a: ran · planned 1 · created 2 · retained 2")
+    assert lines[1].startswith("[2/2] b: failed (workflow_plans llm_unavailable)") and lines[1].endswith("failed 1")
+
+    tty = io.StringIO()
+    view = ProgressView(tty)
+    view.console = Console(file=tty, force_terminal=True, width=100)
+    view.interactive, view.plain = True, False
+    view.start(1)
+    view.done(PartitionOutcome(key="a", status="up_to_date"),
+              SkillCounts(planned=1, created=2, retained=1, rejected_by_reason={"oracle_failed": 1}))
+    view.stop()
+    final = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", tty.getvalue()).split("\r")[-1]
+    assert "1/1" in final and "eta" in final
+    assert "rejected 1 (oracle_failed 1) · up to date 1 · failed 0" in final
