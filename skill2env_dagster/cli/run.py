@@ -84,7 +84,7 @@ def render(f: Funnel) -> str:
              f"{f.duplicates} · invalid {f.invalid}",
              f"planned {f.planned} · created {f.created} · retained {f.retained} · rejected "
              f"{sum(f.rejected_by_reason.values())}{reasons(f.rejected_by_reason)}"]
-    if w.ran == 0 and w.failed == 0:
+    if w.ran == 0 and w.failed == 0 and w.analytics != "ran":
         lines.append(f"nothing to do: {w.up_to_date} of {w.partitions} partitions up to date (0 runs), "
                      f"analytics {w.analytics.replace('_', ' ')}")
     else:

@@ -101,6 +101,11 @@ class PartitionRunner:
         return out
 
 
+def interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """The run failed because Ctrl-C reached it (Dagster turns the signal into an error inside the step)."""
+    return not result.success and _failure("", result).reason == INTERRUPTED
+
+
 def _account(out: PartitionOutcome, result: dg.ExecuteInProcessResult) -> None:
     for event in result.all_events:
         if event.event_type is DagsterEventType.ASSET_MATERIALIZATION and event.asset_key is not None:

@@ -181,6 +181,9 @@ class WorkerPool:
                 p.join(5)
 
     def close(self) -> None:
+        """Let idle workers go (sentinels are harmless extras after a normal end), then reap them."""
+        for _ in self.procs:
+            self.tasks.put(None)
         for p in self.procs.values():
             p.join(10)
             if p.is_alive():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import subprocess
 import time
 import uuid
@@ -27,7 +28,7 @@ from skill2env_dagster.artifacts import (
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.options import RunOptions
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome
-from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner
+from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner, interrupted
 from skill2env_dagster.cli.runner.pool import WorkerInit, WorkerPool
 from skill2env_dagster.cli.runner.progress import ProgressView
 from skill2env_dagster.cli.runner.sources import combine_sources, write_sources
@@ -101,8 +102,6 @@ class Session:
         return combine_sources(o.items, o.sources_files, CrawlSettings(cache_dir=str(self.home.git_cache)))
 
     def execute(self) -> Funnel:
-        import os
-
         start = time.monotonic()
         home = self.home
         with home.locked():
@@ -161,6 +160,8 @@ class Session:
         log.info("crawl starts")
         result = defs.resolve_job_def(CRAWL_JOB).execute_in_process(instance=instance, tags=self.tags,
                                                                     raise_on_error=False)
+        if interrupted(result):
+            raise KeyboardInterrupt
         if not result.success:
             raise RunnerError(f"the crawl failed; see the log file {self.log_file}")
 
@@ -201,8 +202,10 @@ class Session:
             log.info("analytics up to date")
             return "up_to_date"
         self.view.say("retrieval probe, export and statistics…")
-        ok = job.execute_in_process(instance=instance, tags=self.tags, raise_on_error=False).success
-        return "ran" if ok else "failed"
+        result = job.execute_in_process(instance=instance, tags=self.tags, raise_on_error=False)
+        if interrupted(result):
+            raise KeyboardInterrupt
+        return "ran" if result.success else "failed"
 
     def _funnel(self, store: ArtifactStore, skills: dict[str, SkillRecord], keys: list[str],
                 outcomes: list[PartitionOutcome], done: WorkDone) -> Funnel:
