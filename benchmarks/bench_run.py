@@ -9,7 +9,7 @@ An unmeasured first pass builds the task images, so every measured mode starts f
 (images are shared with other users of the engine and are never deleted here); "cold" means a fresh run folder:
 no Dagster history, no artifacts. Per mode it prints: wall seconds; skills/min (all partitions, and eligible
 ones); tasks/min (created); the time split by stage (summed step seconds from Dagster's event log); Docker image
-builds (tag events of this mode's task images) and gate runs (one `gate task=` log line per gate); peak RSS of
+builds (this mode's task images created during it) and gate runs (one `gate task=` log line per gate); peak RSS of
 the whole process tree. `--launch-overhead N` times N cold starts of a process importing the code location: the
 floor of what Dagster's run queue + default launcher pays per run (a new process per run), which the worker pool
 avoids.
@@ -155,17 +155,30 @@ def _utc(ts: float) -> Any:
 
 
 def _image_builds(artifacts: Path, since: float, until: float) -> int:
-    """Tag events of s2e-gate-env images (what build_image names them) whose digest is one of this mode's task
-    environments: builds by other people's runs on the same engine do not count."""
+    """Task images (what build_image tags `s2e-gate-env:<environment digest>`) of this mode's task folders that
+    were created during the mode: a cached image is not rebuilt, so each one is a build. Images of other
+    people's runs on the same engine do not count (their environments are not ours). The engine emits no image
+    event for builds here (BuildKit), hence the creation times."""
     import docker
 
     from skill2env_dagster.gates.images import IMAGE_REPO, environment_digest
 
     ours = {f"{IMAGE_REPO}:{environment_digest(env)[:32]}" for env in artifacts.glob("*/*/*/environment")
             if env.is_dir()}
-    events = docker.from_env().events(since=int(since), until=int(until) + 1, decode=True,
-                                      filters={"type": "image", "event": "tag"})
-    return sum(1 for e in events if e.get("Actor", {}).get("Attributes", {}).get("name") in ours)
+    window = (_utc(since - 1), _utc(until + 1))
+    count = 0
+    for image in docker.from_env().images.list(name=IMAGE_REPO):
+        created = _utc(_rfc3339(image.attrs.get("Created", "")))
+        count += bool(ours.intersection(image.tags)) and window[0] <= created <= window[1]
+    return count
+
+
+def _rfc3339(text: str) -> float:
+    """Seconds since the epoch of Docker's `2026-12-01T17:05:01.123456789Z` (nanoseconds cut to micro)."""
+    from datetime import UTC, datetime
+
+    head, _, frac = text.rstrip("Z").partition(".")
+    return datetime.fromisoformat(f"{head}.{(frac + '000000')[:6]}").replace(tzinfo=UTC).timestamp() if head else 0.0
 
 
 def _gate_runs(logs: list[Path]) -> int:
