@@ -33,6 +33,12 @@ INTERRUPTED = "DagsterExecutionInterruptedError"
 RUN_TAG = "skill2env/run"  # tag on every run a `skill2env run` launches: its session id
 
 
+def pipeline_chain(defs: dg.Definitions) -> list[dg.AssetKey]:
+    """The per-skill assets of the pipeline job, upstream first."""
+    keys = set(defs.resolve_job_def(PIPELINE_JOB).asset_layer.executable_asset_keys)
+    return [k for k in defs.resolve_asset_graph().toposorted_asset_keys if k in keys]
+
+
 class PartitionRunner:
     """Runs partitions of the pipeline job against one instance; one per process."""
 
@@ -41,8 +47,7 @@ class PartitionRunner:
         self.instance, self.settings, self.tags = instance, settings, dict(tags)
         self.job = defs.resolve_job_def(PIPELINE_JOB)
         self.graph = defs.resolve_asset_graph()
-        keys = set(self.job.asset_layer.executable_asset_keys)
-        self.chain = [k for k in self.graph.toposorted_asset_keys if k in keys]
+        self.chain = pipeline_chain(defs)
 
     def _resolver(self) -> CachingStaleStatusResolver:
         view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
@@ -87,9 +92,11 @@ class PartitionRunner:
             selection = self.needed(key, eligible)
             if not selection:
                 break
+            whole = selection == self.chain
             result = self.job.execute_in_process(
                 partition_key=key, instance=self.instance, run_config=self.run_config(selection),
-                asset_selection=selection, tags={**self.tags, "skill2env/skill": key}, raise_on_error=False)
+                asset_selection=None if whole else selection, tags={**self.tags, "skill2env/skill": key},
+                raise_on_error=False)
             out.runs += 1
             _account(out, result)
             if not result.success:
@@ -97,6 +104,8 @@ class PartitionRunner:
                 out.status = "interrupted" if out.failure.reason == INTERRUPTED else "failed"
                 break
             out.status = "ran"
+            if selection == self.chain[self.chain.index(selection[0]):]:
+                break  # everything below the first refreshed asset was refreshed after it: nothing can be stale
         out.seconds = round(time.monotonic() - start, 3)
         return out
 

@@ -25,10 +25,12 @@ from skill2env_dagster.artifacts import (
     PROBE,
     SKILLS_PARTITION,
 )
+from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
+from skill2env_dagster.cli.runner.freshness import FreshnessScan
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.options import RunOptions
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome
-from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner, interrupted
+from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner, interrupted, pipeline_chain
 from skill2env_dagster.cli.runner.pool import WorkerInit, WorkerPool
 from skill2env_dagster.cli.runner.progress import ProgressView
 from skill2env_dagster.cli.runner.sources import combine_sources, write_sources
@@ -144,10 +146,17 @@ class Session:
 
     def _run_all(self, defs: Any, instance: Any, store: ArtifactStore, work: list[tuple[str, bool]],
                  pool: WorkerPool | None) -> list[PartitionOutcome]:
-        """Every partition's outcome; on Ctrl-C (or a crash) stop the workers, clean up, and re-raise."""
+        """Every partition's outcome: the provably fresh ones at once, the others from the workers (or in this
+        process); on Ctrl-C (or a crash) stop the workers, clean up, and re-raise."""
+        scan = FreshnessScan(instance, defs.resolve_asset_graph(), pipeline_chain(defs),
+                             self.options.settings.model_dump(mode="json"), CREATION_SETTINGS_METADATA)
+        fresh = [k for k, eligible in work if scan.fresh(k, eligible)]
+        skip = set(fresh)
+        todo = [(k, e) for k, e in work if k not in skip]
+        log.info("provably fresh: %d of %d partitions; %d to ask Dagster about", len(fresh), len(work), len(todo))
         try:
-            return list(self._progress(store, work, pool.outcomes(work) if pool is not None
-                                       else self._in_process(defs, instance, work)))
+            rest = pool.outcomes(todo) if pool is not None else self._in_process(defs, instance, todo)
+            return list(self._progress(store, len(work), _fresh_then(fresh, rest)))
         except BaseException:
             self.view.say("stopping: letting the runs in flight clean up (gate containers, pool slots)…")
             if pool is not None:
@@ -182,9 +191,9 @@ class Session:
         for key, eligible in work:
             yield runner.process(key, eligible)
 
-    def _progress(self, store: ArtifactStore, work: list[tuple[str, bool]],
+    def _progress(self, store: ArtifactStore, total: int,
                   source: Generator[PartitionOutcome, None, None]) -> Iterator[PartitionOutcome]:
-        self.view.start(len(work))
+        self.view.start(total)
         try:
             with contextlib.closing(source):
                 for outcome in source:
@@ -221,6 +230,14 @@ class Session:
         funnel.dagster_home = str(self.home.dagster_home)
         funnel.log_file = str(self.log_file)
         return funnel
+
+
+def _fresh_then(fresh: list[str], rest: Generator[PartitionOutcome, None, None]
+                ) -> Generator[PartitionOutcome, None, None]:
+    with contextlib.closing(rest):
+        for key in fresh:
+            yield PartitionOutcome(key=key, status="up_to_date")
+        yield from rest
 
 
 def summarise(outcomes: list[PartitionOutcome], workers: int) -> WorkDone:
