@@ -3,7 +3,7 @@ each worker count, against today's path (the demo's sequential loop with double 
 
 Usage:
   .venv/bin/python benchmarks/bench_run.py [--corpus DIR] [--out DIR] [--workers 1 2] [--max-variants 2]
-      [--baseline REF | --no-baseline] [--only-baseline] [--launch-overhead N] [--json FILE]
+      [--baseline REF | --no-baseline] [--only-baseline] [--warm-only] [--launch-overhead N] [--json FILE]
 
 An unmeasured first pass builds the task images, so every measured mode starts from the same warm image cache
 (images are shared with other users of the engine and are never deleted here); "cold" means a fresh run folder:
@@ -282,10 +282,15 @@ def main() -> int:
     ap.add_argument("--only-baseline", action="store_true")
     ap.add_argument("--launch-overhead", type=int, default=3, help="cold imports to time (0: skip)")
     ap.add_argument("--no-prime", action="store_true", help="skip the unmeasured first pass that builds images")
+    ap.add_argument("--warm-only", action="store_true",
+                    help="only warm re-runs on the run folders an earlier invocation left in --out (w1, w2, ...)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     if not args.corpus.is_dir():
         print(f"corpus not found at {args.corpus} (set S2E_SHARED_DIR)", file=sys.stderr)
+        return 2
+    if args.warm_only and not (args.out and all((args.out / f"w{w}").is_dir() for w in args.workers)):
+        print("--warm-only needs --out with the run folders of an earlier invocation", file=sys.stderr)
         return 2
     work = args.out or Path(tempfile.mkdtemp(prefix="bench-run-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -295,6 +300,11 @@ def main() -> int:
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
     modes: list[Mode] = []
     try:
+        if args.warm_only:
+            for w in args.workers:
+                modes.append(run_mode(f"warm, {w} worker(s)", args.corpus, work / f"w{w}", w, args.max_variants))
+                _print(modes[-1])
+            args.no_prime = args.no_baseline = args.only_baseline = True
         if not args.no_prime:  # every measured mode then starts from the same, warm image cache
             shutil.rmtree(work / "prime", ignore_errors=True)
             prime = run_mode("prime (unmeasured; builds images)", args.corpus, work / "prime", max(args.workers),
