@@ -1,6 +1,6 @@
 """The run's partition logic against a real instance and the real code location (gates stubbed, no Docker):
 staleness rounds launch exactly the stale work, and the bulk freshness scan never calls a partition fresh that
-Dagster's resolver would run."""
+Dagster's resolver would run, and plans a cold partition without asking it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from skill2env_dagster.artifacts import CRAWL_JOB
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.freshness import FreshnessScan
 from skill2env_dagster.cli.runner.home import instance_config_text
+from skill2env_dagster.cli.runner.outcome import Plan
 from skill2env_dagster.cli.runner.partitions import PartitionRunner, pipeline_chain
 from skill2env_dagster.definitions import build_defs
 from skill2env_dagster.models.gate import GateReport, GateVerdict
@@ -59,10 +60,15 @@ def _crawl(defs, instance) -> None:
     assert defs.resolve_job_def(CRAWL_JOB).execute_in_process(instance=instance).success
 
 
-def _fresh(defs, instance, settings: CreationSettings) -> bool:
+def _plan(defs, instance, settings: CreationSettings, eligible: bool = True) -> Plan | None:
     scan = FreshnessScan(instance, defs.resolve_asset_graph(), pipeline_chain(defs),
                          settings.model_dump(mode="json"), CREATION_SETTINGS_METADATA)
-    return scan.fresh(KEY, True)
+    return scan.plan(KEY, eligible)
+
+
+def _fresh(defs, instance, settings: CreationSettings) -> bool:
+    plan = _plan(defs, instance, settings)
+    return plan is not None and not plan.selection
 
 
 def test_rounds_run_exactly_the_stale_work_and_the_scan_agrees(setup):
@@ -72,7 +78,11 @@ def test_rounds_run_exactly_the_stale_work_and_the_scan_agrees(setup):
     _crawl(defs, instance)
     assert not _fresh(defs, instance, settings)
 
-    cold = runner.process(KEY, eligible=True)
+    cold_plan = _plan(defs, instance, settings)  # nothing materialised: planned without the resolver
+    assert cold_plan == Plan(tuple(a.path[-1] for a in runner.chain))
+    assert _plan(defs, instance, settings, eligible=False) == Plan(("skillhub_snapshot",), tuple(
+        a.path[-1] for a in runner.chain[1:]))
+    cold = runner.process(KEY, eligible=True, plan=cold_plan)
     assert (cold.status, cold.runs) == ("ran", 1)  # the whole chain in one run, no second question needed
     assert sorted(cold.materialized) == sorted(a.path[-1] for a in runner.chain)
     assert runner.needed(KEY, True) == [] and _fresh(defs, instance, settings)
@@ -83,7 +93,7 @@ def test_rounds_run_exactly_the_stale_work_and_the_scan_agrees(setup):
     md = hub / "log-triage-awk" / "SKILL.md"
     md.write_text(md.read_text() + "\nNever rewrite the input log in place.\n")
     _crawl(defs, instance)
-    assert not _fresh(defs, instance, settings)
+    assert _plan(defs, instance, settings) is None  # a newer observation: the resolver decides
     assert [a.path[-1] for a in runner.needed(KEY, True)] == ["skillhub_snapshot"]
     edited = runner.process(KEY, True)
     assert edited.status == "ran" and edited.materialized[0] == "skillhub_snapshot" and edited.runs >= 2

@@ -13,8 +13,10 @@ each parent the id of its latest event — and applies the resolver's own rules 
 - a missing asset is fine only where the runner would not run it anyway (an ineligible skill's downstream);
 - `task_bundles` must also have been made with this run's creation settings.
 
-Only partitions that pass for every asset skip the resolver; every other one gets the resolver's answer, so the
-scan can save work but never change a decision.
+Only partitions that pass for every asset skip the resolver. A partition whose assets are each either provably
+fresh or missing gets a plan (run the missing ones the runner needs) without asking the resolver — the usual
+case on a cold run; any other partition gets the resolver's answer. So the scan saves queries but never
+changes a decision.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dagster._core.definitions.data_version import extract_data_provenance_from_
 from dagster._core.events import DagsterEventType
 
 from skill2env_dagster.artifacts import SNAPSHOT, TASKS
+from skill2env_dagster.cli.runner.outcome import Plan
 
 CHUNK = 500  # storage ids per records query
 
@@ -58,13 +61,20 @@ class FreshnessScan:
         parents = {p for a in chain for p in graph.get(a).parent_keys}
         self.parent_ids = {p: _latest_ids(instance, p, graph.get(p).is_external) for p in parents}
 
-    def fresh(self, key: str, eligible: bool) -> bool:
-        return all(self._asset_fresh(a, key, eligible) for a in self.chain)
+    def plan(self, key: str, eligible: bool) -> Plan | None:
+        """The partition's first selection when every asset is provably fresh or missing; None: ask Dagster."""
+        selection: list[str] = []
+        quiet: list[str] = []
+        for asset in self.chain:
+            name = asset.path[-1]
+            if self.records[asset].get(key) is None:
+                (selection if eligible or name == SNAPSHOT.name else quiet).append(name)
+            elif not self._asset_fresh(asset, key, eligible):
+                return None
+        return Plan(tuple(selection), tuple(quiet))
 
     def _asset_fresh(self, asset: dg.AssetKey, key: str, eligible: bool) -> bool:
-        record = self.records[asset].get(key)
-        if record is None:
-            return not eligible and asset.path[-1] != SNAPSHOT.name  # missing, and not needed
+        record = self.records[asset][key]
         prov = extract_data_provenance_from_entry(record.event_log_entry)
         parents = set(self.graph.get(asset).parent_keys)
         if prov is None or prov.code_version != self.graph.get(asset).code_version:

@@ -25,7 +25,7 @@ from dagster._time import get_current_datetime
 
 from skill2env_dagster.artifacts import PIPELINE_JOB, SNAPSHOT, TASKS
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
-from skill2env_dagster.cli.runner.outcome import PartitionOutcome
+from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Plan
 from skill2env_dagster.export.funnel import FailedPartition
 from skill2env_dagster.tasks.pipeline import CreationSettings
 
@@ -84,12 +84,14 @@ class PartitionRunner:
             return {}
         return {"ops": {TASKS.name: {"config": self.settings.model_dump(mode="json")}}}
 
-    def process(self, key: str, eligible: bool) -> PartitionOutcome:
-        """Rounds of (stale? → run those) for one partition; a failed run ends it with the failure recorded."""
+    def process(self, key: str, eligible: bool, plan: Plan | None = None) -> PartitionOutcome:
+        """Rounds of (stale? → run those) for one partition; a failed run ends it with the failure recorded. A
+        plan from the freshness scan stands in for the first question (and, when nothing else can have turned
+        stale, for the last)."""
         start = time.monotonic()
         out = PartitionOutcome(key=key, status="up_to_date")
         for _ in range(len(self.chain) + 1):
-            selection = self.needed(key, eligible)
+            selection = self.needed(key, eligible) if plan is None else [dg.AssetKey(n) for n in plan.selection]
             if not selection:
                 break
             whole = selection == self.chain
@@ -104,10 +106,18 @@ class PartitionRunner:
                 out.status = "interrupted" if out.failure.reason == INTERRUPTED else "failed"
                 break
             out.status = "ran"
-            if selection == self.chain[self.chain.index(selection[0]):]:
-                break  # everything below the first refreshed asset was refreshed after it: nothing can be stale
+            if self._settled(selection, plan):
+                break
+            plan = None
         out.seconds = round(time.monotonic() - start, 3)
         return out
+
+    def _settled(self, selection: list[dg.AssetKey], plan: Plan | None) -> bool:
+        """Nothing can be stale after a run in which every asset below the first one run was itself run after
+        its parents, or is missing and not needed (the plan knows which)."""
+        quiet = {dg.AssetKey(n) for n in plan.quiet} if plan is not None else set()
+        below = self.chain[self.chain.index(selection[0]):]
+        return all(a in selection or a in quiet for a in below)
 
 
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:

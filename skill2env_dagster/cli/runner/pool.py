@@ -34,7 +34,7 @@ from typing import Any
 
 from skill2env_dagster.cli.runner.console import LOG_FORMAT
 from skill2env_dagster.cli.runner.home import RunHome
-from skill2env_dagster.cli.runner.outcome import PartitionOutcome
+from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
 from skill2env_dagster.export.funnel import FailedPartition
 from skill2env_dagster.tasks.pipeline import CreationSettings
 
@@ -68,7 +68,7 @@ def _worker_logging(init: WorkerInit) -> None:
 
 
 def worker_main(init: WorkerInit, tasks: Any, results: Any) -> None:
-    """Take (key, eligible) items until the None sentinel; report ("start", key) then ("done", outcome json)."""
+    """Take (key, eligible, plan) items until the None sentinel; report ("start", key), then ("done", outcome)."""
     os.setpgrp()  # our own process group: only the main process forwards Ctrl-C to us, exactly once
     _worker_logging(init)
     import dagster as dg
@@ -83,10 +83,10 @@ def worker_main(init: WorkerInit, tasks: Any, results: Any) -> None:
     results.put(("ready", os.getpid(), ""))
     try:
         while (item := tasks.get()) is not None:
-            key, eligible = item
+            key, eligible, plan = item
             results.put(("start", os.getpid(), key))
             try:
-                outcome = runner.process(key, eligible)
+                outcome = runner.process(key, eligible, plan)
             except Exception as e:  # one partition's crash must not lose the others
                 log.exception("partition %s crashed outside its run", key)
                 outcome = PartitionOutcome(key=key, status="failed", failure=FailedPartition(
@@ -121,12 +121,12 @@ class WorkerPool:
         assert p.pid is not None
         self.procs[p.pid] = p
 
-    def outcomes(self, work: list[tuple[str, bool]]) -> Generator[PartitionOutcome, None, None]:
+    def outcomes(self, work: list[Work]) -> Generator[PartitionOutcome, None, None]:
         for item in work:
             self.tasks.put(item)
         for _ in range(self.n + self.replacements):
             self.tasks.put(None)
-        pending = {k for k, _ in work}
+        pending = {k for k, _, _ in work}
         while pending:
             outcome = self._next(pending)
             if outcome is not None:

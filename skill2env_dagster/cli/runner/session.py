@@ -29,7 +29,7 @@ from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.freshness import FreshnessScan
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.options import RunOptions
-from skill2env_dagster.cli.runner.outcome import PartitionOutcome
+from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
 from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner, interrupted, pipeline_chain
 from skill2env_dagster.cli.runner.pool import WorkerInit, WorkerPool
 from skill2env_dagster.cli.runner.progress import ProgressView
@@ -150,10 +150,12 @@ class Session:
         process); on Ctrl-C (or a crash) stop the workers, clean up, and re-raise."""
         scan = FreshnessScan(instance, defs.resolve_asset_graph(), pipeline_chain(defs),
                              self.options.settings.model_dump(mode="json"), CREATION_SETTINGS_METADATA)
-        fresh = [k for k, eligible in work if scan.fresh(k, eligible)]
+        plans = {k: scan.plan(k, eligible) for k, eligible in work}
+        fresh = [k for k, _ in work if (p := plans[k]) is not None and not p.selection]
         skip = set(fresh)
-        todo = [(k, e) for k, e in work if k not in skip]
-        log.info("provably fresh: %d of %d partitions; %d to ask Dagster about", len(fresh), len(work), len(todo))
+        todo: list[Work] = [(k, e, plans[k]) for k, e in work if k not in skip]
+        log.info("provably fresh: %d of %d partitions; planned from provenance: %d; to ask Dagster about: %d",
+                 len(fresh), len(work), sum(p is not None for _, _, p in todo), sum(p is None for _, _, p in todo))
         try:
             rest = pool.outcomes(todo) if pool is not None else self._in_process(defs, instance, todo)
             return list(self._progress(store, len(work), _fresh_then(fresh, rest)))
@@ -185,11 +187,10 @@ class Session:
         eligible = {k for k in keys if k in skills and skills[k].is_eligible}
         return sorted(((k, k in eligible) for k in keys), key=lambda kv: (not kv[1], kv[0]))
 
-    def _in_process(self, defs: Any, instance: Any,
-                    work: list[tuple[str, bool]]) -> Generator[PartitionOutcome, None, None]:
+    def _in_process(self, defs: Any, instance: Any, work: list[Work]) -> Generator[PartitionOutcome, None, None]:
         runner = PartitionRunner(defs, instance, self.options.settings, self.tags)
-        for key, eligible in work:
-            yield runner.process(key, eligible)
+        for key, eligible, plan in work:
+            yield runner.process(key, eligible, plan)
 
     def _progress(self, store: ArtifactStore, total: int,
                   source: Generator[PartitionOutcome, None, None]) -> Iterator[PartitionOutcome]:
