@@ -3,7 +3,8 @@ each worker count, against today's path (the demo's sequential loop with double 
 
 Usage:
   .venv/bin/python benchmarks/bench_run.py [--corpus DIR] [--out DIR] [--workers 1 2] [--max-variants 2]
-      [--baseline REF | --no-baseline] [--only-baseline] [--warm-only] [--launch-overhead N] [--json FILE]
+      [--baseline REF | --no-baseline] [--only-baseline] [--warm-only | --interleaved] [--launch-overhead N]
+      [--no-prime] [--json FILE]
 
 An unmeasured first pass builds the task images, so every measured mode starts from the same warm image cache
 (images are shared with other users of the engine and are never deleted here); "cold" means a fresh run folder:
@@ -284,6 +285,8 @@ def main() -> int:
     ap.add_argument("--no-prime", action="store_true", help="skip the unmeasured first pass that builds images")
     ap.add_argument("--warm-only", action="store_true",
                     help="only warm re-runs on the run folders an earlier invocation left in --out (w1, w2, ...)")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="cold runs only, in the order today, w1, w2, w2, w1, today: fair ratios under a drifting load")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     if not args.corpus.is_dir():
@@ -301,27 +304,12 @@ def main() -> int:
     modes: list[Mode] = []
     try:
         if args.warm_only:
-            for w in args.workers:
-                modes.append(run_mode(f"warm, {w} worker(s)", args.corpus, work / f"w{w}", w, args.max_variants))
-                _print(modes[-1])
-            args.no_prime = args.no_baseline = args.only_baseline = True
-        if not args.no_prime:  # every measured mode then starts from the same, warm image cache
-            shutil.rmtree(work / "prime", ignore_errors=True)
-            prime = run_mode("prime (unmeasured; builds images)", args.corpus, work / "prime", max(args.workers),
-                             args.max_variants)
-            _print(prime)
-        if not args.only_baseline:
-            for w in args.workers:
-                out = work / f"w{w}"
-                shutil.rmtree(out, ignore_errors=True)
-                for name in (f"cold, {w} worker(s)", f"warm, {w} worker(s)"):
-                    modes.append(run_mode(name, args.corpus, out, w, args.max_variants))
-                    _print(modes[-1])
-        if not args.no_baseline:
-            out = work / "baseline"
-            shutil.rmtree(out, ignore_errors=True)
-            modes.append(run_baseline(ref, args.corpus, out, args.max_variants))
-            _print(modes[-1])
+            modes = [_run_and_print(f"warm, {w} worker(s)", args, work / f"w{w}", w) for w in args.workers]
+        else:
+            if not args.no_prime:  # every measured mode then starts from the same, warm image cache
+                _run_and_print("prime (unmeasured; builds images)", args, work / "prime", max(args.workers),
+                               fresh=True)
+            modes = _interleaved(args, work, ref) if args.interleaved else _in_order(args, work, ref)
         overhead = launch_overhead(args.launch_overhead) if args.launch_overhead else None
         if overhead is not None:
             print(f"process start + import of the code location (per run under a run queue): {overhead} s "
@@ -336,8 +324,61 @@ def main() -> int:
     return 0
 
 
+def _run_and_print(name: str, args: argparse.Namespace, out: Path, workers: int, fresh: bool = False) -> Mode:
+    if fresh:
+        shutil.rmtree(out, ignore_errors=True)
+    mode = run_mode(name, args.corpus, out, workers, args.max_variants)
+    _print(mode)
+    return mode
+
+
+def _baseline_and_print(args: argparse.Namespace, out: Path, ref: str) -> Mode:
+    shutil.rmtree(out, ignore_errors=True)
+    mode = run_baseline(ref, args.corpus, out, args.max_variants)
+    _print(mode)
+    return mode
+
+
+def _in_order(args: argparse.Namespace, work: Path, ref: str) -> list[Mode]:
+    """Cold then warm at each worker count, then today's path: one pass each."""
+    modes: list[Mode] = []
+    if not args.only_baseline:
+        for w in args.workers:
+            modes.append(_run_and_print(f"cold, {w} worker(s)", args, work / f"w{w}", w, fresh=True))
+            modes.append(_run_and_print(f"warm, {w} worker(s)", args, work / f"w{w}", w))
+    if not args.no_baseline:
+        modes.append(_baseline_and_print(args, work / "baseline", ref))
+    return modes
+
+
+def _interleaved(args: argparse.Namespace, work: Path, ref: str) -> list[Mode]:
+    """Cold runs in the order today, w1, w2, ..., w2, w1, today (each in a fresh folder), so that a load that
+    drifts during the benchmark (other people's jobs on a shared machine) weighs on every mode alike; reports
+    the mean of each pair."""
+    order: list[int | None] = [None, *args.workers, *reversed(args.workers), None]
+    runs: dict[int | None, list[Mode]] = {}
+    for i, w in enumerate(order):
+        if w is None:
+            mode = _baseline_and_print(args, work / f"baseline-{i}", ref)
+        else:
+            mode = _run_and_print(f"cold, {w} worker(s) #{i}", args, work / f"w{w}-{i}", w, fresh=True)
+        runs.setdefault(w, []).append(mode)
+    return [_mean(ms, ms[0].name if w is None else f"cold, {w} worker(s)") for w, ms in runs.items()]
+
+
+def _mean(modes: list[Mode], name: str) -> Mode:
+    first = modes[0]
+    wall = sum(m.wall_s for m in modes) / len(modes)
+    minutes = wall / 60
+    return Mode(**{**asdict(first), "name": f"{name} (mean of {len(modes)})" if len(modes) > 1 else name,
+                   "wall_s": round(wall, 1), "skills_per_min": round(first.partitions / minutes, 1),
+                   "eligible_per_min": round(first.eligible / minutes, 1),
+                   "tasks_per_min": round(first.created / minutes, 1),
+                   "peak_rss_mb": max(m.peak_rss_mb for m in modes)})
+
+
 def _ratios(modes: list[Mode]) -> None:
-    by = {m.name: m for m in modes}
+    by = {m.name.split(" (mean")[0]: m for m in modes}
     cold1, cold2 = by.get("cold, 1 worker(s)"), by.get("cold, 2 worker(s)")
     base = next((m for m in modes if m.name.startswith("today@")), None)
     if cold1 and cold2:
