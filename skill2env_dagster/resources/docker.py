@@ -37,7 +37,7 @@ class DockerResource(dg.ConfigurableResource):
 
     def settings(self) -> GateSettings:
         label = {"run_id": self.run_label} if self.run_label else {}
-        return GateSettings(**self.gates.model_dump(), **label)
+        return GateSettings(**self.gates.model_dump()).model_copy(update=label)
 
     def verdict_fingerprint(self) -> str:
         """A short hash of the settings that can change a gate verdict (limits, timeouts, registries...)."""
