@@ -17,7 +17,7 @@ from skill2env_dagster.assets import tasks as task_assets
 from skill2env_dagster.gates.reuse import record_creation_gate
 from skill2env_dagster.models.gate import GateReport, GateVerdict
 from skill2env_dagster.models.task import Axes, TaskBundle, TaskBundleSet
-from skill2env_dagster.resources.docker import DockerResource
+from skill2env_dagster.resources.docker import DockerResource, GateConfig
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore
 
@@ -91,8 +91,8 @@ def test_other_gate_code_or_limits_gate_again(setup):
     assert gated and reused == []
     CountingDocker.gated.clear()
     store.save(TASKS, SKILL, _bundle_set(folder, task_assets.gate_version(docker)))
-    gated, reused = gate(CountingDocker(memory_mb=2048))  # a limit that can change a verdict
+    gated, reused = gate(CountingDocker(gates=GateConfig(memory_mb=2048)))  # a limit that can change a verdict
     assert gated and reused == []
     CountingDocker.gated.clear()
-    gated, reused = gate(CountingDocker(concurrency=4, run_label="elsewhere"))  # cannot change one
+    gated, reused = gate(CountingDocker(gates=GateConfig(concurrency=4), run_label="elsewhere"))  # cannot change one
     assert not gated and reused == [TASK]
