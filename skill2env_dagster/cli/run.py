@@ -91,6 +91,9 @@ def render(f: Funnel) -> str:
         lines.append(f"work: {w.ran} partitions ran ({w.runs} runs, {w.assets_materialized} assets), {w.up_to_date} "
                      f"up to date, {w.failed} failed; analytics {w.analytics.replace('_', ' ')}; {w.seconds:.0f} s "
                      f"with {w.workers} worker{'s' if w.workers > 1 else ''}")
+    lines.append(_generator_line(f))
+    for stage, by_reason in f.failed_by_stage.items():
+        lines.append(f"failed at {stage}: {reasons(by_reason).strip(' ()')}")
     for name, error in f.sources_unavailable.items():
         lines.append(f"source unavailable: {name}: {error}")
     for p in f.failed_partitions:
@@ -104,6 +107,17 @@ def render(f: Funnel) -> str:
     lines.append(f"tasks: {len(f.exported)} in {f.tasks_dir}")
     lines.append(f"log: {f.log_file}")
     return "\n".join(lines)
+
+
+def _generator_line(f: Funnel) -> str:
+    """Which generator ran and, when a model was called, its calls (failed ones too), tokens and cost."""
+    u = f.llm_usage
+    if not (u.get("calls") or u.get("failed_calls")):
+        return f"generator: {f.generator}"
+    cost = u.get("cost_usd")
+    return (f"generator: {f.generator} · model calls {u.get('calls')} (failed {u.get('failed_calls')}), tokens "
+            f"{u.get('prompt_tokens')} in / {u.get('completion_tokens')} out, cost "
+            f"{f'${cost:.4f}' if isinstance(cost, float) else cost}")
 
 
 def run(args: argparse.Namespace) -> int:

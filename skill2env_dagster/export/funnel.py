@@ -14,7 +14,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.artifacts import GATES, PLANS, TASKS
+from skill2env_dagster.export.inputs import load_inputs
+from skill2env_dagster.export.stats import corpus_stats
+from skill2env_dagster.export.tables import build_tables
 from skill2env_dagster.models.gate import GateVerdict
+from skill2env_dagster.models.plan import Usage
 from skill2env_dagster.models.skill import SkillRecord, SkillStatus
 from skill2env_dagster.store import ArtifactStore
 
@@ -69,6 +73,11 @@ class Funnel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    generator: str = Field(default="", description="The generator the code location used (from S2E_LLM_*).")
+    generators: dict[str, int] = Field(default_factory=dict, description="Generator -> skills it handled.")
+    llm_usage: dict[str, object] = Field(
+        default_factory=dict, description="Model calls, failed calls, tokens and cost (USD, or 'unknown' when no "
+        "price is configured: never a made-up 0); failed stages included.")
     skills_crawled: int = 0
     sources_unavailable: dict[str, str] = Field(default_factory=dict, description="Source name -> why it was not "
                                                 "crawled (its skills are missing from every count below).")
@@ -81,6 +90,9 @@ class Funnel(BaseModel):
     retained: int = 0
     rejected_by_reason: dict[str, int] = Field(default_factory=dict)
     failed_partitions: list[FailedPartition] = Field(default_factory=list)
+    failed_by_stage: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Stage -> reason -> skills whose last run of that stage failed.")
+    failure_examples: dict[str, str] = Field(default_factory=dict, description="Reason -> one failure message.")
     retrieval_probe: dict[str, object] = Field(default_factory=dict)
     work: WorkDone = Field(default_factory=WorkDone)
     exported: list[str] = Field(default_factory=list, description="Task folders copied to tasks_dir.")
@@ -120,6 +132,16 @@ def crawl_funnel(skills: Iterable[SkillRecord], counts: SkillCounts) -> Funnel:
         retained=counts.retained,
         rejected_by_reason=dict(Counter(counts.rejected_by_reason).most_common()),
     )
+
+
+def add_model_use(funnel: Funnel, store: ArtifactStore) -> None:
+    """Generators, model usage and stage failures from the statistics the export computes (export/stats.py), so
+    the funnel, `stats.json` and the export tables agree. Like them, they cover every skill in the store."""
+    stats = corpus_stats(build_tables(load_inputs(store)), exported=0)
+    funnel.generators = stats.generators
+    funnel.llm_usage = Usage(**stats.cost.model_dump(include=set(Usage.model_fields))).report()
+    funnel.failed_by_stage = stats.stage_failures
+    funnel.failure_examples = stats.failure_examples
 
 
 def retained_paths(store: ArtifactStore, skill_ids: Iterable[str]) -> list[str]:

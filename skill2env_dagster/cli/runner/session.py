@@ -35,8 +35,17 @@ from skill2env_dagster.cli.runner.pool import WorkerInit, WorkerPool
 from skill2env_dagster.cli.runner.progress import ProgressView
 from skill2env_dagster.cli.runner.sources import combine_sources, write_sources
 from skill2env_dagster.cli.runner.tasks_dir import mirror_tasks
-from skill2env_dagster.export.funnel import Funnel, SkillCounts, WorkDone, crawl_funnel, retained_paths, skill_counts
+from skill2env_dagster.export.funnel import (
+    Funnel,
+    SkillCounts,
+    WorkDone,
+    add_model_use,
+    crawl_funnel,
+    retained_paths,
+    skill_counts,
+)
 from skill2env_dagster.export.run import CURRENT_EXPORT
+from skill2env_dagster.llm.config import from_env as llm_config
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.skillhub.config import CrawlSettings, SourcesConfig
 from skill2env_dagster.skillhub.snapshot import latest_snapshot_dir, load_manifest, load_record
@@ -89,6 +98,7 @@ class Session:
     verbose: bool = False
     home: RunHome = field(init=False)
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    generator: str = ""
 
     def __post_init__(self) -> None:
         self.home = RunHome(self.options.out.resolve())
@@ -111,6 +121,8 @@ class Session:
             write_sources(self._sources(), home.sources_file)
             os.environ.update(home.env())
             self.view.say(f"log: {self.log_file}")
+            self.generator = llm_config().describe()  # validated: a bad S2E_LLM_* value stops here, named
+            self.view.say(f"generator: {self.generator}")
             _infra(self.options.skip_docker_up)
             import dagster as dg
 
@@ -223,6 +235,8 @@ class Session:
         funnel = crawl_funnel(skills.values(), counts)
         funnel.sources_unavailable = _unavailable_sources(store)
         funnel.failed_partitions = [o.failure for o in outcomes if o.failure is not None]
+        funnel.generator = self.generator
+        add_model_use(funnel, store)
         funnel.work = done
         funnel.retrieval_probe = probe_summary(store)
         funnel.export_dir = str(store.dir(EXPORT) / CURRENT_EXPORT)
