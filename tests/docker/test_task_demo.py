@@ -25,6 +25,9 @@ def test_demo_exports_tasks_that_pass_gates(docker_client, tmp_path):
         capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     funnel = json.loads(done.stdout)
+    assert funnel["generator"].startswith("offline") and funnel["generators"] == {"offline": 2}
+    assert funnel["llm_usage"]["calls"] == 0 and funnel["llm_usage"]["cost_usd"] == 0.0
+    assert "generator: offline" in done.stderr  # said at the start
     # The funnel counts the whole crawl (all example skills), while --only restricts what is planned and built.
     assert funnel["skills_crawled"] >= 20 and funnel["screened_out_by_reason"]["persona_only"] >= 1
     assert funnel["planned"] == 2 and funnel["created"] == 4
