@@ -136,7 +136,8 @@ def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, 
         try:
             env, metrics = build_candidate(builder, ctx, gen)
             report, attempts = gate_and_repair(builder, ctx, gen, gate, settings.max_repairs)
-            creation = record_creation_gate(report, builder.dir.root, gate_version)
+            if report.verdict is GateVerdict.RETAINED:  # only a retained task's report can be reused
+                creation = record_creation_gate(report, builder.dir.root, gate_version)
             builder.check_frozen()
             if report.verdict is not GateVerdict.RETAINED:
                 reasons = [report.reason or ReasonCode.INTERNAL_ERROR]
