@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skill2env_dagster.artifacts import GATES, PLANS, TASKS
+from skill2env_dagster.artifacts import CORPUS_KEY, GATES, PLANS, STATS, TASKS
 from skill2env_dagster.export.inputs import load_inputs
 from skill2env_dagster.export.stats import corpus_stats
 from skill2env_dagster.export.tables import build_tables
@@ -134,10 +134,14 @@ def crawl_funnel(skills: Iterable[SkillRecord], counts: SkillCounts) -> Funnel:
     )
 
 
-def add_model_use(funnel: Funnel, store: ArtifactStore) -> None:
+def add_model_use(funnel: Funnel, store: ArtifactStore, stats_current: bool) -> None:
     """Generators, model usage and stage failures from the statistics the export computes (export/stats.py), so
-    the funnel, `stats.json` and the export tables agree. Like them, they cover every skill in the store."""
-    stats = corpus_stats(build_tables(load_inputs(store)), exported=0)
+    the funnel, `stats.json` and the export tables agree. Like them, they cover every skill in the store.
+
+    `stats_current`: the `corpus_stats` artifact is up to date (the analytics just ran or had nothing to do), so
+    it is read instead of computed again (building the tables costs seconds per hundred skills)."""
+    current = stats_current and store.exists(STATS, CORPUS_KEY)
+    stats = store.load(STATS, CORPUS_KEY) if current else corpus_stats(build_tables(load_inputs(store)), exported=0)
     funnel.generators = stats.generators
     funnel.llm_usage = Usage(**stats.cost.model_dump(include=set(Usage.model_fields))).report()
     funnel.failed_by_stage = stats.stage_failures

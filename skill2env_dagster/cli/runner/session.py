@@ -236,7 +236,7 @@ class Session:
         funnel.sources_unavailable = _unavailable_sources(store)
         funnel.failed_partitions = [o.failure for o in outcomes if o.failure is not None]
         funnel.generator = self.generator
-        add_model_use(funnel, store)
+        add_model_use(funnel, store, done.analytics in ("ran", "up_to_date"))
         funnel.work = done
         funnel.retrieval_probe = probe_summary(store)
         funnel.export_dir = str(store.dir(EXPORT) / CURRENT_EXPORT)
