@@ -122,9 +122,8 @@ def _file_dependencies(root: Path, dotted: str, path: Path, mtime_ns: int) -> fr
         subs = [f"{module}.{n}" if module else n for n in names]
         found = [s for s in subs if _module_file(root, s) is not None]
         deps.update(found)
-        if not names or len(found) < len(names):
-            if _module_file(root, module) is not None:
-                deps.add(module)
+        if (not names or len(found) < len(names)) and _module_file(root, module) is not None:
+            deps.add(module)
     return frozenset(deps)
 
 
@@ -152,7 +151,8 @@ class _DropDocstrings(ast.NodeTransformer):
         self.generic_visit(node)
         return node
 
-    visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip
+    # NodeTransformer dispatches on these exact (mixedCase) method names.
+    visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip  # noqa: N815
 
 
 @lru_cache(maxsize=1024)

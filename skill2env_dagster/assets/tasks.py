@@ -92,7 +92,8 @@ def _bundle_metadata(result: TaskBundleSet, settings: CreationSettings) -> dict[
 def _frozen_check(result: TaskBundleSet) -> dg.AssetCheckResult:
     """Every retained folder still hashes to its recorded freeze hash and names this skill as its source."""
     bad = [b.task_name for b in result.retained()
-           if not Path(b.path).is_dir() or compute_freeze_hash(b.path) != b.freeze_hash or b.skill_id != result.skill_id]
+           if not Path(b.path).is_dir() or compute_freeze_hash(b.path) != b.freeze_hash
+           or b.skill_id != result.skill_id]
     return dg.AssetCheckResult(check_name=FROZEN_CHECK, passed=not bad,
                                metadata={"retained": len(result.retained()), "modified": dg.MetadataValue.json(bad)})
 

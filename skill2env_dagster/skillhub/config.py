@@ -37,7 +37,7 @@ class SourceSpec(BaseModel):
     include_fixtures: bool = Field(default=False, description="Crawl test-fixture skills as separate skills.")
 
     @model_validator(mode="after")
-    def _check(self) -> "SourceSpec":
+    def _check(self) -> SourceSpec:
         if not _SOURCE_NAME.match(self.name):
             raise ValueError(f"source name {self.name!r} must match {_SOURCE_NAME.pattern}")
         if self.kind == "dir" and not self.path:
@@ -69,7 +69,7 @@ class SourcesConfig(BaseModel):
     settings: CrawlSettings = Field(default_factory=CrawlSettings)
 
     @model_validator(mode="after")
-    def _unique_names(self) -> "SourcesConfig":
+    def _unique_names(self) -> SourcesConfig:
         names = [s.name for s in self.sources]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -24,7 +24,14 @@ from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.models.task import Axes, CreationGate, TaskBundle, TaskBundleSet, TaskStatus
 from skill2env_dagster.models.task_dir import TaskDir
-from skill2env_dagster.models.task_toml import AgentTable, EnvironmentTable, TaskInfo, TaskToml, VerifierTable
+from skill2env_dagster.models.task_toml import (
+    AgentTable,
+    EnvironmentTable,
+    NetworkMode,
+    TaskInfo,
+    TaskToml,
+    VerifierTable,
+)
 from skill2env_dagster.reasons import LLM_ENDPOINT_CODES, LLMError, ReasonCode, Skill2EnvError, is_retryable
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.builder import TaskBuilder
@@ -76,7 +83,7 @@ def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator)
         metadata=meta,
         agent=AgentTable(timeout_sec=AGENT_TIMEOUT_SEC),
         verifier=VerifierTable(timeout_sec=VERIFIER_TIMEOUT_SEC),
-        environment=EnvironmentTable(build_timeout_sec=600, cpus=1, memory_mb=1024, network_mode="no-network",
+        environment=EnvironmentTable(build_timeout_sec=600, cpus=1, memory_mb=1024, network_mode=NetworkMode.NO_NETWORK,
                                      workdir="/app"),
     )
 
