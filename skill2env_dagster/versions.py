@@ -68,15 +68,25 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
+def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Every statement, nested ones included, outside `if TYPE_CHECKING:` bodies. Imports are statements, so
+    expressions are never entered (walking every node of every module made this the slow part)."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            yield from _statements(node.orelse)
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, name, None) or []:
+                if isinstance(child, ast.stmt):
+                    yield from _statements([child])
+                elif hasattr(child, "body"):  # except handlers and match cases hold statements
+                    yield from _statements(child.body)
+
+
 def _imports(tree: ast.AST, current: str, is_pkg: bool) -> Iterable[tuple[str, tuple[str, ...]]]:
     """(module, names imported from it) for every in-package import outside TYPE_CHECKING blocks."""
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            skip.update(id(n) for child in node.body for n in ast.walk(child))
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
+    for node in _statements(getattr(tree, "body", [])):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith(PACKAGE + "."):
@@ -100,16 +110,21 @@ def _dependencies(root: Path, dotted: str) -> set[str]:
     path = _module_file(root, dotted)
     if path is None:
         return set()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return set(_file_dependencies(root, dotted, path, path.stat().st_mtime_ns))
+
+
+@lru_cache(maxsize=4096)
+def _file_dependencies(root: Path, dotted: str, path: Path, mtime_ns: int) -> frozenset[str]:
+    """Cached per file version, like the syntax tree it reads (docstrings removed: imports are unaffected)."""
+    tree = _syntax_tree(path, mtime_ns)
     deps: set[str] = set()
     for module, names in _imports(tree, dotted, path.name == "__init__.py"):
         subs = [f"{module}.{n}" if module else n for n in names]
         found = [s for s in subs if _module_file(root, s) is not None]
         deps.update(found)
-        if not names or len(found) < len(names):
-            if _module_file(root, module) is not None:
-                deps.add(module)
-    return deps
+        if (not names or len(found) < len(names)) and _module_file(root, module) is not None:
+            deps.add(module)
+    return frozenset(deps)
 
 
 def module_closure(modules: Iterable[str], root: Path = PACKAGE_ROOT) -> set[str]:
@@ -136,14 +151,22 @@ class _DropDocstrings(ast.NodeTransformer):
         self.generic_visit(node)
         return node
 
-    visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip
+    # NodeTransformer dispatches on these exact (mixedCase) method names.
+    visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip  # noqa: N815
+
+
+@lru_cache(maxsize=1024)
+def _syntax_tree(path: Path, mtime_ns: int) -> ast.AST:
+    """A module's syntax tree without docstrings, parsed once per file version (mtime only keys the cache): every
+    scope walks the same modules, and re-parsing them per scope made importing the code location take seconds,
+    in every process that imports it. Callers only read the tree."""
+    return _DropDocstrings().visit(ast.parse(path.read_text(encoding="utf-8")))
 
 
 @lru_cache(maxsize=1024)
 def _source_digest(path: Path, mtime_ns: int) -> str:
     """Hash of the code's syntax tree without docstrings (mtime only keys the cache)."""
-    tree = _DropDocstrings().visit(ast.parse(path.read_text(encoding="utf-8")))
-    return sha256_bytes(ast.dump(tree, annotate_fields=False).encode())
+    return sha256_bytes(ast.dump(_syntax_tree(path, mtime_ns), annotate_fields=False).encode())
 
 
 def source_digest(path: Path) -> str:

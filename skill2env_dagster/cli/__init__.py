@@ -13,6 +13,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gate",
     "base_images",
     "ops",
+    "run",
     "demo",
     "probe",
 )

@@ -42,6 +42,17 @@ class Axes(BaseModel):
     expertise: str
 
 
+class CreationGate(BaseModel):
+    """The gate report a candidate got when it was created, with what it was computed on: `gate_reports` reuses
+    it instead of gating the same folder again while both the folder's content and the gate code are unchanged."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content_digest: str = Field(description="Digest of the whole task folder as gated (every file and mode).")
+    gate_version: str = Field(description="Code version of the gates (and their verdict-relevant settings).")
+    report: GateReport
+
+
 class TaskBundle(BaseModel):
     """One task candidate: where it is, how it was made, and what the gates said."""
 
@@ -66,6 +77,7 @@ class TaskBundle(BaseModel):
     instruction_preview: str = Field(default="", description="The instruction text, for UI previews.")
     rubric: str = ""
     gate_status: str = Field(default="", description="Overall gate status of the last run (pass/fail/error).")
+    creation_gate: CreationGate | None = Field(default=None, description="The final creation-time gate report.")
 
 
 class TaskBundleSet(BaseModel):
@@ -98,13 +110,16 @@ class TaskBundleSet(BaseModel):
 
 
 class TaskGateReports(BaseModel):
-    """The `gate_reports` artifact of one skill: the gates re-run on every retained, published task folder."""
+    """The `gate_reports` artifact of one skill: a gate report for every retained, published task folder — gated
+    again, or the creation-time report when neither the folder nor the gate code changed since (see `reused`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
     skill_id: str
     reports: dict[str, GateReport] = Field(default_factory=dict, description="Task name -> its gate report.")
+    reused: list[str] = Field(default_factory=list, description="Tasks whose creation-time report was reused: same "
+                              "folder content, same gate version, so gating again could only repeat it.")
 
     def failing(self) -> list[str]:
         return sorted(k for k, r in self.reports.items() if r.verdict != GateVerdict.RETAINED)

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 else:
     # Every GateSettings field but the per-run container label, with the domain model's defaults and bounds.
     GateConfig = dagster_config(GateSettings, exclude=frozenset({"run_id"}))
+from skill2env_dagster.store import canonical_json, sha256_bytes
+
+# Settings that change where or how fast gates run, never what they conclude (excluded from the verdict key).
+_NOT_VERDICT = {"docker_url", "concurrency", "run_id", "read_upper_dir"}
 
 
 class DockerResource(dg.ConfigurableResource):
@@ -28,9 +32,17 @@ class DockerResource(dg.ConfigurableResource):
 
     gates: GateConfig = Field(default_factory=GateConfig, description="GateSettings (see gates/settings.py).")
     state_dir: str | None = Field(default=None, description="Where base-images.json lives (default S2E_STATE_DIR).")
+    run_label: str | None = Field(default=None, description="`skill2env.gate` label of the gate containers "
+                                  "(find or clean them up by it); None = a fresh random value per gate call.")
 
     def settings(self) -> GateSettings:
-        return GateSettings(**self.gates.model_dump())
+        label = {"run_id": self.run_label} if self.run_label else {}
+        return GateSettings(**self.gates.model_dump()).model_copy(update=label)
+
+    def verdict_fingerprint(self) -> str:
+        """A short hash of the settings that can change a gate verdict (limits, timeouts, registries...)."""
+        kept = self.settings().model_dump(mode="json", exclude=_NOT_VERDICT)
+        return sha256_bytes(canonical_json(kept).encode())[:12]
 
     def base_images(self, build_missing: bool = False) -> dict[str, str]:
         """{flavour: pinned ref}; reads the record, or builds what is missing when asked to."""

@@ -37,7 +37,7 @@ class SourceSpec(BaseModel):
     include_fixtures: bool = Field(default=False, description="Crawl test-fixture skills as separate skills.")
 
     @model_validator(mode="after")
-    def _check(self) -> "SourceSpec":
+    def _check(self) -> SourceSpec:
         if not _SOURCE_NAME.match(self.name):
             raise ValueError(f"source name {self.name!r} must match {_SOURCE_NAME.pattern}")
         if self.kind == "dir" and not self.path:
@@ -69,7 +69,7 @@ class SourcesConfig(BaseModel):
     settings: CrawlSettings = Field(default_factory=CrawlSettings)
 
     @model_validator(mode="after")
-    def _unique_names(self) -> "SourcesConfig":
+    def _unique_names(self) -> SourcesConfig:
         names = [s.name for s in self.sources]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -106,16 +106,18 @@ def _absolutise(config: SourcesConfig, base: Path) -> SourcesConfig:
     return config.model_copy(update={"sources": sources, "settings": settings})
 
 
+def source_name(text: str, used: set[str]) -> str:
+    """A valid source name made from a folder or repository name, unique among `used` (which it joins)."""
+    base = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._") or "source"
+    name, n = base[:60], 2
+    while name in used:
+        name, n = f"{base[:56]}-{n}", n + 1
+    used.add(name)
+    return name
+
+
 def dir_sources(paths: list[Path]) -> list[SourceSpec]:
     """Sources for plain folders given on the command line, named after the folder (made unique)."""
-    specs: list[SourceSpec] = []
     used: set[str] = set()
-    for i, p in enumerate(paths):
-        base = re.sub(r"[^a-z0-9._-]+", "-", Path(p).resolve().name.lower()).strip("-.") or "source"
-        name = base[:60]
-        n = 2
-        while name in used:
-            name, n = f"{base[:56]}-{n}", n + 1
-        used.add(name)
-        specs.append(SourceSpec(name=name, kind="dir", path=str(Path(p).resolve()), priority=100 + i))
-    return specs
+    return [SourceSpec(name=source_name(Path(p).resolve().name, used), kind="dir", path=str(Path(p).resolve()),
+                       priority=100 + i) for i, p in enumerate(paths)]

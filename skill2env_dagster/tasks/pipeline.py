@@ -16,14 +16,22 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from skill2env_dagster.gates.reuse import record_creation_gate
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
 from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.models.task import Axes, TaskBundle, TaskBundleSet, TaskStatus
+from skill2env_dagster.models.task import Axes, CreationGate, TaskBundle, TaskBundleSet, TaskStatus
 from skill2env_dagster.models.task_dir import TaskDir
-from skill2env_dagster.models.task_toml import AgentTable, EnvironmentTable, TaskInfo, TaskToml, VerifierTable
+from skill2env_dagster.models.task_toml import (
+    AgentTable,
+    EnvironmentTable,
+    NetworkMode,
+    TaskInfo,
+    TaskToml,
+    VerifierTable,
+)
 from skill2env_dagster.reasons import LLM_ENDPOINT_CODES, LLMError, ReasonCode, Skill2EnvError, is_retryable
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.builder import TaskBuilder
@@ -75,7 +83,7 @@ def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator)
         metadata=meta,
         agent=AgentTable(timeout_sec=AGENT_TIMEOUT_SEC),
         verifier=VerifierTable(timeout_sec=VERIFIER_TIMEOUT_SEC),
-        environment=EnvironmentTable(build_timeout_sec=600, cpus=1, memory_mb=1024, network_mode="no-network",
+        environment=EnvironmentTable(build_timeout_sec=600, cpus=1, memory_mb=1024, network_mode=NetworkMode.NO_NETWORK,
                                      workdir="/app"),
     )
 
@@ -115,15 +123,19 @@ def gate_and_repair(builder: TaskBuilder, ctx: CreationContext, gen: TaskGenerat
 
 
 def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, gate: GateFn,
-                settings: CreationSettings) -> tuple[TaskBundle, GateReport | None]:
+                settings: CreationSettings, gate_version: str = "") -> tuple[TaskBundle, GateReport | None]:
     """One candidate end to end. Every failure — a creator contract, a gate, a failed model call, even a bug —
     becomes this candidate's recorded status and reason, never an exception that stops its siblings; the staging
-    folder is gone afterwards whatever happened."""
+    folder is gone afterwards whatever happened.
+
+    The final gate report is kept with the folder's content digest and `gate_version`, so `gate_reports` can
+    reuse it for the published folder (gates/reuse.py); an empty version marks it as never reusable."""
     staging = staging_dir(store, ctx.skill.skill_id, ctx.task_name)
     builder = TaskBuilder(staging)
     env: EnvironmentDraft | None = None
     metrics: list[str] = []
     report: GateReport | None = None
+    creation: CreationGate | None = None
     attempts = 0
     reasons: list[ReasonCode] = []
     evidence: list[str] = []
@@ -131,6 +143,8 @@ def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, 
         try:
             env, metrics = build_candidate(builder, ctx, gen)
             report, attempts = gate_and_repair(builder, ctx, gen, gate, settings.max_repairs)
+            if report.verdict is GateVerdict.RETAINED:  # only a retained task's report can be reused
+                creation = record_creation_gate(report, builder.dir.root, gate_version)
             builder.check_frozen()
             if report.verdict is not GateVerdict.RETAINED:
                 reasons = [report.reason or ReasonCode.INTERNAL_ERROR]
@@ -148,7 +162,8 @@ def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, 
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("task skill=%s task=%s status=%s reasons=%s", ctx.skill.skill_id, ctx.task_name, status, reasons)
-    return _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report), report
+    bundle = _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report, creation)
+    return bundle, report
 
 
 def _status(reasons: list[ReasonCode], report: GateReport | None) -> TaskStatus:
@@ -165,7 +180,8 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
-def _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report) -> TaskBundle:
+def _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report,
+            creation: CreationGate | None) -> TaskBundle:
     s = ctx.sample
     final = TaskDir(path)
     return TaskBundle(
@@ -177,14 +193,16 @@ def _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempt
         reasons=reasons, evidence=evidence, path=str(path), freeze_hash=builder.freeze_hash or "",
         metrics=metrics, repair_attempts=attempts, steps=builder.records, size_bytes=size,
         instruction_preview=_read(final.instruction), rubric=_read(final.rubric),
-        gate_status=report.verdict.value if report else "",
+        gate_status=report.verdict.value if report else "", creation_gate=creation,
     )
 
 
 def create_tasks_for_skill(store: ArtifactStore, skill: SkillRecord, plans: WorkflowPlanSet, axes: AxisSampleSet,
                            gen: TaskGenerator, gate: GateFn, base_images: dict[str, str],
-                           settings: CreationSettings | None = None) -> tuple[TaskBundleSet, dict[str, GateReport]]:
-    """Every sampled variant of one skill becomes a candidate; returns the set and the gate reports by task."""
+                           settings: CreationSettings | None = None,
+                           gate_version: str = "") -> tuple[TaskBundleSet, dict[str, GateReport]]:
+    """Every sampled variant of one skill becomes a candidate; returns the set and the gate reports by task
+    (`gate_version` identifies the gate code behind `gate`, so its reports can be reused: see create_task)."""
     settings = settings or CreationSettings()
     result = TaskBundleSet(skill_id=skill.skill_id, bundle_digest=skill.bundle_digest,
                            source_commit=skill.source_commit,
@@ -200,7 +218,7 @@ def create_tasks_for_skill(store: ArtifactStore, skill: SkillRecord, plans: Work
                         sample.workflow)
             continue
         ctx = make_context(skill, workflow, sample, base_images, task_name(skill, sample), grounding)
-        bundle, report = create_task(store, ctx, gen, gate, settings)
+        bundle, report = create_task(store, ctx, gen, gate, settings, gate_version)
         result.bundles.append(bundle)
         if report is not None:
             reports[bundle.task_name] = report

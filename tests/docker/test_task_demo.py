@@ -1,28 +1,33 @@
-"""The demo through Dagster on two example skills: funnel printed, retained tasks exported, and every exported
-folder passes the gates again on its own."""
+"""The demo (`skill2env run` on the examples) through Dagster on three example skills: funnel printed, retained
+tasks exported, and every exported folder passes the gates again on its own."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from skill2env_dagster.cli import main
 from skill2env_dagster.gates.runner import gate_task
 from skill2env_dagster.models.gate import GateVerdict
 
 pytestmark = pytest.mark.docker
 
 
-def test_demo_exports_tasks_that_pass_gates(docker_client, tmp_path, monkeypatch, capsys):
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+def test_demo_exports_tasks_that_pass_gates(docker_client, tmp_path):
     out = tmp_path / "demo"
-    code = main(["demo", "--out", str(out), "--skip-docker-up", "--max-variants", "2",
-                 "--only", "examples__log-triage-awk", "examples__inventory-api-client", "examples__pirate-persona"])
-    text = capsys.readouterr().out
-    funnel = json.loads(text[text.index('{\n  "generator"'):])
-    assert code == 0 and funnel["generator"].startswith("offline") and funnel["generators"] == {"offline": 2}
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    done = subprocess.run(
+        [sys.executable, "-m", "skill2env_dagster", "demo", "--out", str(out), "--skip-docker-up", "--json",
+         "--only", "examples__log-triage-awk", "examples__inventory-api-client", "examples__pirate-persona"],
+        capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    funnel = json.loads(done.stdout)
+    assert funnel["generator"].startswith("offline") and funnel["generators"] == {"offline": 2}
     assert funnel["llm_usage"]["calls"] == 0 and funnel["llm_usage"]["cost_usd"] == 0.0
+    assert "generator: offline" in done.stderr  # said at the start
     # The funnel counts the whole crawl (all example skills), while --only restricts what is planned and built.
     assert funnel["skills_crawled"] >= 20 and funnel["screened_out_by_reason"]["persona_only"] >= 1
     assert funnel["planned"] == 2 and funnel["created"] == 4
@@ -30,4 +35,6 @@ def test_demo_exports_tasks_that_pass_gates(docker_client, tmp_path, monkeypatch
     assert len(exported) == funnel["retained"] == len(funnel["exported"]) >= 3
     for task in exported:
         assert gate_task(task).verdict is GateVerdict.RETAINED, task
-    assert (out / "dagster_home").is_dir()
+    assert (out / "dagster_home" / "dagster.yaml").is_file()
+    assert "telemetry" not in done.stderr.lower()  # quiet console: no banner, no Dagster event lines
+    assert "DEBUG" not in done.stderr and (out / "logs" / "latest.log").stat().st_size > 0

@@ -1,0 +1,37 @@
+"""What a worker is given for one partition and what it sends back (free of Dagster, so the command line starts
+fast)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skill2env_dagster.export.funnel import FailedPartition
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the scan proved about one partition: the assets to run first (empty: fresh), and the assets that are
+    missing and stay unneeded whatever runs (an ineligible skill's downstream). Asset names, so it pickles."""
+
+    selection: tuple[str, ...]
+    quiet: tuple[str, ...] = ()
+
+
+Work = tuple[str, bool, Plan | None]  # (partition key, eligible?, the freshness scan's plan if it has one)
+
+
+class PartitionOutcome(BaseModel):
+    """What happened to one partition in this run (sent back from a worker process, hence a model)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    status: Literal["up_to_date", "ran", "failed", "interrupted"]
+    runs: int = 0
+    materialized: list[str] = Field(default_factory=list)
+    failure: FailedPartition | None = None
+    seconds: float = 0.0
+    seconds_by_stage: dict[str, float] = Field(default_factory=dict)

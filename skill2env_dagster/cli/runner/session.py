@@ -1,0 +1,337 @@
+"""One `skill2env run`: crawl, then every skill partition that has stale or missing work, then the analytics,
+then the funnel and the exported tasks — all as Dagster runs of the real code location in the persistent
+instance under `--out`, so `dagster dev` on that home shows them afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from skill2env_dagster.artifacts import (
+    ANALYTICS_JOB,
+    CORPUS_KEY,
+    CRAWL,
+    CRAWL_JOB,
+    EXPORT,
+    PROBE,
+    SKILLS_PARTITION,
+)
+from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
+from skill2env_dagster.cli.runner.freshness import FreshnessScan
+from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
+from skill2env_dagster.cli.runner.options import RunOptions
+from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
+from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner, interrupted, pipeline_chain
+from skill2env_dagster.cli.runner.pool import WorkerInit, WorkerPool
+from skill2env_dagster.cli.runner.progress import ProgressView
+from skill2env_dagster.cli.runner.sources import combine_sources, write_sources
+from skill2env_dagster.cli.runner.tasks_dir import mirror_tasks
+from skill2env_dagster.export.funnel import (
+    Funnel,
+    SkillCounts,
+    WorkDone,
+    add_model_use,
+    crawl_funnel,
+    retained_paths,
+    skill_counts,
+)
+from skill2env_dagster.export.run import CURRENT_EXPORT
+from skill2env_dagster.llm.config import from_env as llm_config
+from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.skillhub.config import CrawlSettings, SourcesConfig
+from skill2env_dagster.skillhub.snapshot import latest_snapshot_dir, load_manifest, load_record
+from skill2env_dagster.store import ArtifactStore
+
+log = logging.getLogger(__name__)
+LAUNCHED_BY = {"skill2env/launched_by": "skill2env-run"}  # on every run a `skill2env run` launches
+
+
+def _infra(skip_docker_up: bool) -> None:
+    """The engine, the local registry and the digest-pinned base images the gates build FROM (idempotent)."""
+    from skill2env_dagster.gates.base_images import ensure_base_images
+
+    if not skip_docker_up:
+        done = subprocess.run(["bash", str(REPO / "scripts" / "docker-up.sh")], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RunnerError(f"scripts/docker-up.sh failed:\n{done.stderr[-2000:]}")
+    ensure_base_images()
+
+
+def run_defs(home: RunHome) -> Any:
+    """The code location's Definitions with this run's store, sources and gate-container label."""
+    from skill2env_dagster.definitions import build_defs
+    from skill2env_dagster.resources.docker import DockerResource
+    from skill2env_dagster.resources.skillhub import SkillHubResource
+    from skill2env_dagster.resources.store import ArtifactStoreResource
+
+    return build_defs({"artifacts": ArtifactStoreResource(root=str(home.artifacts)),
+                       "skillhub": SkillHubResource(sources_file=str(home.sources_file)),
+                       "docker": DockerResource(run_label=home.gate_label)})
+
+
+def _current_skills(store: ArtifactStore) -> dict[str, SkillRecord]:
+    snap = latest_snapshot_dir(store.dir(CRAWL))
+    return {p.stem: load_record(snap, p.stem) for p in sorted((snap / "records").glob("*.json"))}
+
+
+def _unavailable_sources(store: ArtifactStore) -> dict[str, str]:
+    manifest = load_manifest(latest_snapshot_dir(store.dir(CRAWL)))
+    return {str(s.get("name")): str(s["error"]) for s in manifest.sources if s.get("error")}
+
+
+@dataclass
+class Session:
+    """State of one run; `execute()` does it all and returns the funnel."""
+
+    options: RunOptions
+    view: ProgressView
+    log_file: Path
+    verbose: bool = False
+    home: RunHome = field(init=False)
+    session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    generator: str = ""
+
+    def __post_init__(self) -> None:
+        self.home = RunHome(self.options.out.resolve())
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return {**LAUNCHED_BY, RUN_TAG: self.session_id}
+
+    def _sources(self) -> SourcesConfig:
+        o = self.options
+        if o.sources is not None:
+            return o.sources
+        return combine_sources(o.items, o.sources_files, CrawlSettings(cache_dir=str(self.home.git_cache)))
+
+    def execute(self) -> Funnel:
+        start = time.monotonic()
+        home = self.home
+        with home.locked():
+            home.prepare()
+            write_sources(self._sources(), home.sources_file)
+            os.environ.update(home.env())
+            self.view.say(f"log: {self.log_file}")
+            self.generator = llm_config().describe()  # validated: a bad S2E_LLM_* value stops here, named
+            self.view.say(f"generator: {self.generator}")
+            _infra(self.options.skip_docker_up)
+            import dagster as dg
+
+            defs = run_defs(home)
+            instance = dg.DagsterInstance.get()
+            recover(instance, home)
+            pool = self._pool()
+            try:
+                if pool is not None:
+                    pool.start()  # forked now: the code location is imported and no thread runs yet
+                self._crawl(defs, instance)
+                store = ArtifactStore(home.artifacts)
+                skills = _current_skills(store)
+                work = self._partitions(instance, skills)
+                log.info("partitions in scope: %d (%d eligible)", len(work), sum(e for _, e in work))
+                outcomes = self._run_all(defs, instance, store, work, pool)
+            finally:
+                if pool is not None:
+                    pool.close()
+            log.info("partitions done: %s", {s: sum(o.status == s for o in outcomes) for s in
+                                             ("ran", "up_to_date", "failed", "interrupted")})
+            done = summarise(outcomes, self.options.workers)
+            done.analytics = self._analytics(defs, instance, any(o.status != "up_to_date" for o in outcomes))
+            done.seconds = round(time.monotonic() - start, 2)
+            return self._funnel(store, skills, [k for k, _ in work], outcomes, done)
+
+    def _pool(self) -> WorkerPool | None:
+        if self.options.workers < 2:
+            return None  # one partition at a time: in this process, no worker to start
+        init = WorkerInit(out=str(self.home.out), settings=self.options.settings.model_dump(mode="json"),
+                          tags=self.tags, log_file=str(self.log_file), verbose=self.verbose)
+        return WorkerPool(init, self.options.workers)
+
+    def _run_all(self, defs: Any, instance: Any, store: ArtifactStore, work: list[tuple[str, bool]],
+                 pool: WorkerPool | None) -> list[PartitionOutcome]:
+        """Every partition's outcome: the provably fresh ones at once, the others from the workers (or in this
+        process); on Ctrl-C (or a crash) stop the workers, clean up, and re-raise."""
+        scan = FreshnessScan(instance, defs.resolve_asset_graph(), pipeline_chain(defs),
+                             self.options.settings.model_dump(mode="json"), CREATION_SETTINGS_METADATA)
+        plans = {k: scan.plan(k, eligible) for k, eligible in work}
+        fresh = [k for k, _ in work if (p := plans[k]) is not None and not p.selection]
+        skip = set(fresh)
+        todo: list[Work] = [(k, e, plans[k]) for k, e in work if k not in skip]
+        log.info("provably fresh: %d of %d partitions; planned from provenance: %d; to ask Dagster about: %d",
+                 len(fresh), len(work), sum(p is not None for _, _, p in todo), sum(p is None for _, _, p in todo))
+        try:
+            rest = pool.outcomes(todo) if pool is not None else self._in_process(defs, instance, todo)
+            return list(self._progress(store, len(work), _fresh_then(fresh, rest)))
+        except BaseException:
+            self.view.say("stopping: letting the runs in flight clean up (gate containers, pool slots)…")
+            if pool is not None:
+                pool.interrupt()
+            recover(instance, self.home, self.session_id)
+            raise
+
+    def _crawl(self, defs: Any, instance: Any) -> None:
+        self.view.say("crawling the sources…")
+        log.info("crawl starts")
+        result = defs.resolve_job_def(CRAWL_JOB).execute_in_process(instance=instance, tags=self.tags,
+                                                                    raise_on_error=False)
+        if interrupted(result):
+            raise KeyboardInterrupt
+        if not result.success:
+            raise RunnerError(f"the crawl failed; see the log file {self.log_file}")
+
+    def _partitions(self, instance: Any, skills: dict[str, SkillRecord]) -> list[tuple[str, bool]]:
+        """(key, eligible) in scope, eligible skills first (the long ones: better packing and a truer ETA)."""
+        keys = set(instance.get_dynamic_partitions(SKILLS_PARTITION))
+        if self.options.only is not None:
+            unknown = sorted(set(self.options.only) - keys)
+            if unknown:
+                raise RunnerError(f"--only names skills the crawl did not find: {', '.join(unknown)}")
+            keys &= set(self.options.only)
+        eligible = {k for k in keys if k in skills and skills[k].is_eligible}
+        return sorted(((k, k in eligible) for k in keys), key=lambda kv: (not kv[1], kv[0]))
+
+    def _in_process(self, defs: Any, instance: Any, work: list[Work]) -> Generator[PartitionOutcome, None, None]:
+        runner = PartitionRunner(defs, instance, self.options.settings, self.tags)
+        for key, eligible, plan in work:
+            yield runner.process(key, eligible, plan)
+
+    def _progress(self, store: ArtifactStore, total: int,
+                  source: Generator[PartitionOutcome, None, None]) -> Iterator[PartitionOutcome]:
+        self.view.start(total)
+        try:
+            with contextlib.closing(source):
+                for outcome in source:
+                    self.view.done(outcome, skill_counts(store, outcome.key))
+                    if outcome.status == "interrupted":
+                        raise KeyboardInterrupt
+                    yield outcome
+        finally:
+            self.view.stop()
+
+    def _analytics(self, defs: Any, instance: Any, changed: bool) -> Literal["ran", "up_to_date", "failed"]:
+        """Probe, export and stats over the whole corpus, when a partition changed or they are stale/missing."""
+        job = defs.resolve_job_def(ANALYTICS_JOB)
+        if not changed and not analytics_stale(defs, instance, job):
+            log.info("analytics up to date")
+            return "up_to_date"
+        self.view.say("retrieval probe, export and statistics…")
+        result = job.execute_in_process(instance=instance, tags=self.tags, raise_on_error=False)
+        if interrupted(result):
+            raise KeyboardInterrupt
+        return "ran" if result.success else "failed"
+
+    def _funnel(self, store: ArtifactStore, skills: dict[str, SkillRecord], keys: list[str],
+                outcomes: list[PartitionOutcome], done: WorkDone) -> Funnel:
+        counts = sum((skill_counts(store, k) for k in skills), SkillCounts())
+        funnel = crawl_funnel(skills.values(), counts)
+        funnel.sources_unavailable = _unavailable_sources(store)
+        funnel.failed_partitions = [o.failure for o in outcomes if o.failure is not None]
+        funnel.generator = self.generator
+        add_model_use(funnel, store, done.analytics in ("ran", "up_to_date"))
+        funnel.work = done
+        funnel.retrieval_probe = probe_summary(store)
+        funnel.export_dir = str(store.dir(EXPORT) / CURRENT_EXPORT)
+        funnel.exported = mirror_tasks(retained_paths(store, keys), self.home.tasks)
+        funnel.tasks_dir = str(self.home.tasks)
+        funnel.dagster_home = str(self.home.dagster_home)
+        funnel.log_file = str(self.log_file)
+        return funnel
+
+
+def _fresh_then(fresh: list[str], rest: Generator[PartitionOutcome, None, None]
+                ) -> Generator[PartitionOutcome, None, None]:
+    with contextlib.closing(rest):
+        for key in fresh:
+            yield PartitionOutcome(key=key, status="up_to_date")
+        yield from rest
+
+
+def summarise(outcomes: list[PartitionOutcome], workers: int) -> WorkDone:
+    by_stage: dict[str, float] = {}
+    for o in outcomes:
+        for stage, s in o.seconds_by_stage.items():
+            by_stage[stage] = round(by_stage.get(stage, 0.0) + s, 3)
+    return WorkDone(partitions=len(outcomes), up_to_date=sum(o.status == "up_to_date" for o in outcomes),
+                    ran=sum(o.status == "ran" for o in outcomes),
+                    ran_partitions=sorted(o.key for o in outcomes if o.status == "ran"),
+                    failed=sum(o.status in ("failed", "interrupted") for o in outcomes),
+                    runs=sum(o.runs for o in outcomes), assets_materialized=sum(len(o.materialized) for o in outcomes),
+                    workers=workers, seconds_by_stage=dict(sorted(by_stage.items())))
+
+
+def analytics_stale(defs: Any, instance: Any, job: Any) -> bool:
+    """Missing or on an old code version (Dagster's answer; partition data changes are handled by the caller)."""
+    import dagster as dg
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+    from dagster._core.definitions.temporal_context import TemporalContext
+    from dagster._time import get_current_datetime
+
+    graph = defs.resolve_asset_graph()
+    view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+                          instance=instance, asset_graph=graph)
+    resolver = CachingStaleStatusResolver(instance, graph, view)
+    keys: list[dg.AssetKey] = list(job.asset_layer.executable_asset_keys)
+    return any(resolver.get_status(k) is not StaleStatus.FRESH for k in keys)
+
+
+def probe_summary(store: ArtifactStore) -> dict[str, object]:
+    """Top-1 / top-10 of the main probe modes against chance (full report: the retrieval_probe asset)."""
+    if not store.exists(PROBE, CORPUS_KEY):
+        return {}
+    report = store.load(PROBE, CORPUS_KEY)
+    keep = ("instruction_rubric", "rubric_only", "instruction_only", "masked_instruction_rubric")
+    return {"n_skills": report.n_skills, "chance": round(report.chance, 4),
+            **{m: {"top1": round(report.modes[m].top1, 3), "top10": round(report.modes[m].top10, 3)}
+               for m in keep if m in report.modes}}
+
+
+def recover(instance: Any, home: RunHome, session_id: str | None = None) -> None:
+    """Leave nothing behind: runs of ours that still look in flight are marked failed and their `docker`/`llm`
+    pool slots freed (also those of this session's failed runs: an interrupted step may keep its slot), and gate
+    containers carrying this folder's label are removed. At start-up this cleans up after a run that was killed
+    outright (kill -9, a power cut); the folder lock guarantees no other `skill2env run` uses this home, so
+    anything of ours in flight is dead."""
+    import dagster as dg
+
+    in_flight = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.CANCELING,
+                 dg.DagsterRunStatus.NOT_STARTED]
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=in_flight, tags=LAUNCHED_BY)):
+        instance.report_run_failed(run, "a skill2env run on this folder ended without finishing this run")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        log.warning("recovered run %s left in flight", run.run_id)
+    if session_id is not None:
+        failed = [dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+        for run in instance.get_runs(filters=dg.RunsFilter(statuses=failed, tags={RUN_TAG: session_id})):
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+    removed = remove_gate_containers(home.gate_label)
+    if removed:
+        log.warning("removed %d gate containers left behind", removed)
+
+
+def remove_gate_containers(label: str) -> int:
+    """Force-remove every gate container carrying this run folder's label (only ours: the label is per folder)."""
+    import docker
+    import docker.errors
+
+    from skill2env_dagster.gates.container import LABEL
+
+    try:
+        client = docker.from_env()
+        found = client.containers.list(all=True, sparse=True, filters={"label": f"{LABEL}={label}"})
+    except docker.errors.DockerException as e:
+        log.warning("could not list gate containers: %s", e)
+        return 0
+    for c in found:
+        with contextlib.suppress(docker.errors.NotFound):
+            c.remove(force=True, v=True)
+    return len(found)

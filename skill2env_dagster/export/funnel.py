@@ -1,0 +1,160 @@
+"""The funnel a headless run reports: how many skills entered, where they left and why, how many tasks came out,
+and how much work the run did to get there.
+
+Counted from the artifact store over the skills of the current crawl, so a second run over an unchanged hub
+reports the same funnel with zero work, and skills removed from the hub (or outside `--only`) do not count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skill2env_dagster.artifacts import CORPUS_KEY, GATES, PLANS, STATS, TASKS
+from skill2env_dagster.export.inputs import load_inputs
+from skill2env_dagster.export.stats import corpus_stats
+from skill2env_dagster.export.tables import build_tables
+from skill2env_dagster.models.gate import GateVerdict
+from skill2env_dagster.models.plan import Usage
+from skill2env_dagster.models.skill import SkillRecord, SkillStatus
+from skill2env_dagster.store import ArtifactStore
+
+
+class SkillCounts(BaseModel):
+    """How far one skill (or a sum of skills) got: what the progress view shows while a run goes on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    planned: int = 0
+    created: int = 0
+    retained: int = Field(default=0, description="Tasks whose gate report (from their published folder) is retained.")
+    rejected_by_reason: dict[str, int] = Field(default_factory=dict)
+
+    def __add__(self, other: SkillCounts) -> SkillCounts:
+        rejected = Counter(self.rejected_by_reason) + Counter(other.rejected_by_reason)
+        return SkillCounts(planned=self.planned + other.planned, created=self.created + other.created,
+                           retained=self.retained + other.retained, rejected_by_reason=dict(rejected))
+
+
+class FailedPartition(BaseModel):
+    """A partition whose run failed: the others carry on, and this one is listed with why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partition: str
+    stage: str = Field(description="The asset (step) that failed, or 'run' when it failed outside any asset.")
+    reason: str = Field(description="A reason code from reasons.py when the failure carries one, else the error type.")
+    message: str = ""
+
+
+class WorkDone(BaseModel):
+    """What this run had to do: a run over an unchanged hub reports zero partitions run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partitions: int = Field(default=0, description="Skill partitions in scope (all crawled, or --only).")
+    up_to_date: int = Field(default=0, description="Partitions with nothing stale or missing: no run launched.")
+    ran: int = Field(default=0, description="Partitions that materialised at least one asset.")
+    ran_partitions: list[str] = Field(default_factory=list, description="Which ones (after an edit: the edited).")
+    failed: int = 0
+    runs: int = Field(default=0, description="Dagster runs launched for partitions (one per staleness round).")
+    assets_materialized: int = 0
+    analytics: Literal["ran", "up_to_date", "failed", "not_run"] = "not_run"
+    workers: int = 1
+    seconds: float = 0.0
+    seconds_by_stage: dict[str, float] = Field(default_factory=dict, description="Asset -> seconds summed over runs.")
+
+
+class Funnel(BaseModel):
+    """Crawled → screened out by reason → duplicates → planned → created → retained / rejected by reason."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    generator: str = Field(default="", description="The generator the code location used (from S2E_LLM_*).")
+    generators: dict[str, int] = Field(default_factory=dict, description="Generator -> skills it handled.")
+    llm_usage: dict[str, object] = Field(
+        default_factory=dict, description="Model calls, failed calls, tokens and cost (USD, or 'unknown' when no "
+        "price is configured: never a made-up 0); failed stages included.")
+    skills_crawled: int = 0
+    sources_unavailable: dict[str, str] = Field(default_factory=dict, description="Source name -> why it was not "
+                                                "crawled (its skills are missing from every count below).")
+    screened_out_by_reason: dict[str, int] = Field(default_factory=dict)
+    duplicates: int = 0
+    invalid: int = 0
+    eligible: int = 0
+    planned: int = 0
+    created: int = 0
+    retained: int = 0
+    rejected_by_reason: dict[str, int] = Field(default_factory=dict)
+    failed_partitions: list[FailedPartition] = Field(default_factory=list)
+    failed_by_stage: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Stage -> reason -> skills whose last run of that stage failed.")
+    failure_examples: dict[str, str] = Field(default_factory=dict, description="Reason -> one failure message.")
+    retrieval_probe: dict[str, object] = Field(default_factory=dict)
+    work: WorkDone = Field(default_factory=WorkDone)
+    exported: list[str] = Field(default_factory=list, description="Task folders copied to tasks_dir.")
+    tasks_dir: str = ""
+    export_dir: str = ""
+    dagster_home: str = ""
+    log_file: str = ""
+
+
+def skill_counts(store: ArtifactStore, skill_id: str) -> SkillCounts:
+    """One skill's stage counts from its artifacts (zero for a stage it never reached)."""
+    if not store.exists(TASKS, skill_id):
+        return SkillCounts(planned=int(store.exists(PLANS, skill_id)))
+    bundles = store.load(TASKS, skill_id)
+    gates = store.load(GATES, skill_id) if store.exists(GATES, skill_id) else None
+    verified = {n for n, r in gates.reports.items() if r.verdict is GateVerdict.RETAINED} if gates else set()
+    return SkillCounts(
+        planned=int(store.exists(PLANS, skill_id)),
+        created=len(bundles.bundles),
+        retained=sum(b.task_name in verified for b in bundles.bundles),
+        rejected_by_reason=bundles.reason_histogram(),
+    )
+
+
+def crawl_funnel(skills: Iterable[SkillRecord], counts: SkillCounts) -> Funnel:
+    """The funnel of the current crawl's skills, given their summed stage counts."""
+    skills = list(skills)
+    screened = Counter(r.value for s in skills if s.status is SkillStatus.SCREENED_OUT for r in s.reasons)
+    return Funnel(
+        skills_crawled=len(skills),
+        screened_out_by_reason=dict(screened.most_common()),
+        duplicates=sum(s.status is SkillStatus.DUPLICATE for s in skills),
+        invalid=sum(s.status is SkillStatus.INVALID for s in skills),
+        eligible=sum(s.is_eligible for s in skills),
+        planned=counts.planned,
+        created=counts.created,
+        retained=counts.retained,
+        rejected_by_reason=dict(Counter(counts.rejected_by_reason).most_common()),
+    )
+
+
+def add_model_use(funnel: Funnel, store: ArtifactStore, stats_current: bool) -> None:
+    """Generators, model usage and stage failures from the statistics the export computes (export/stats.py), so
+    the funnel, `stats.json` and the export tables agree. Like them, they cover every skill in the store.
+
+    `stats_current`: the `corpus_stats` artifact is up to date (the analytics just ran or had nothing to do), so
+    it is read instead of computed again (building the tables costs seconds per hundred skills)."""
+    current = stats_current and store.exists(STATS, CORPUS_KEY)
+    stats = store.load(STATS, CORPUS_KEY) if current else corpus_stats(build_tables(load_inputs(store)), exported=0)
+    funnel.generators = stats.generators
+    funnel.llm_usage = Usage(**stats.cost.model_dump(include=set(Usage.model_fields))).report()
+    funnel.failed_by_stage = stats.stage_failures
+    funnel.failure_examples = stats.failure_examples
+
+
+def retained_paths(store: ArtifactStore, skill_ids: Iterable[str]) -> list[str]:
+    """Published folders of the tasks that passed their gate report, for the given skills."""
+    paths: list[str] = []
+    for key in skill_ids:
+        if not (store.exists(TASKS, key) and store.exists(GATES, key)):
+            continue
+        reports = store.load(GATES, key).reports
+        paths += [b.path for b in store.load(TASKS, key).retained()
+                  if (r := reports.get(b.task_name)) is not None and r.verdict is GateVerdict.RETAINED]
+    return sorted(paths)

@@ -1,0 +1,136 @@
+"""`skill2env run` end to end on a temporary hub of two example skills, through Dagster and the real engine:
+from a folder (one partition at a time) and from a local git repository (two workers); a second run does
+nothing; an edited skill re-runs only its own partition; an interrupted run leaves no container behind and the
+next run resumes; failing partitions are listed with their reason while the others complete."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from skill2env_dagster.artifacts import GATES, TASKS
+from skill2env_dagster.cli.runner.home import RunHome
+from skill2env_dagster.gates.container import LABEL
+from skill2env_dagster.store import ArtifactStore
+
+pytestmark = pytest.mark.docker
+SKILLS = ("log-triage-awk", "csv-dedupe")
+
+
+def _cmd(*args: str, workers: int = 1) -> list[str]:
+    return [sys.executable, "-m", "skill2env_dagster", "run", *args, "--max-variants", "1", "--skip-docker-up",
+            "--json", "--workers", str(workers)]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "S2E_ARTIFACTS_DIR", "S2E_SOURCES")}
+    return {**keep, **extra}
+
+
+def _run(source: str, out: Path, workers: int = 1, expect: int = 0, **env: str) -> dict:
+    done = subprocess.run(_cmd(source, "--out", str(out), workers=workers), capture_output=True, text=True,
+                          env=_env(**env), timeout=600)
+    assert done.returncode == expect, f"{done.stderr[-3000:]}\n{(out / 'logs' / 'latest.log').read_text()[-5000:]}"
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def hub(examples_dir, tmp_path) -> Path:
+    root = tmp_path / "hub"
+    for name in SKILLS:
+        shutil.copytree(examples_dir / name, root / name)
+    return root
+
+
+def _edit(skill_dir: Path) -> None:
+    md = skill_dir / "SKILL.md"
+    md.write_text(md.read_text() + "\nAlways keep the original file untouched and write the result next to it.\n")
+
+
+def _assert_exported(funnel: dict, out: Path) -> None:
+    assert funnel["retained"] >= 1 and funnel["failed_partitions"] == []
+    assert sorted(p.name for p in (out / "tasks").iterdir()) == funnel["exported"]
+    assert len(funnel["exported"]) == funnel["retained"]
+
+
+def test_run_from_a_folder_then_again_then_after_an_edit(docker_client, hub, tmp_path):
+    out = tmp_path / "out"
+    first = _run(str(hub), out)
+    _assert_exported(first, out)
+    assert first["work"]["ran_partitions"] == ["hub__csv-dedupe", "hub__log-triage-awk"]
+    store = ArtifactStore(out / "artifacts")
+    for key in first["work"]["ran_partitions"]:  # gate once: the creation-time reports stood for the folders
+        retained = {b.task_name for b in store.load(TASKS, key).retained()}
+        assert set(store.load(GATES, key).reused) == retained
+
+    second = _run(str(hub), out)
+    assert second["work"] | {"seconds": 0} == {**second["work"], "ran": 0, "runs": 0, "up_to_date": 2,
+                                                "analytics": "up_to_date", "ran_partitions": [], "seconds": 0}
+    assert second["exported"] == first["exported"]
+
+    _edit(hub / "csv-dedupe")
+    third = _run(str(hub), out)
+    assert third["work"]["ran_partitions"] == ["hub__csv-dedupe"] and third["work"]["up_to_date"] == 1
+    _assert_exported(third, out)
+
+
+def test_run_from_a_local_git_repository(docker_client, hub, tmp_path):
+    git = ["git", "-C", str(hub), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(hub)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "two skills"], check=True)
+    out = tmp_path / "out"
+    first = _run(f"{hub}@main", out, workers=2)
+    _assert_exported(first, out)
+    assert first["work"]["ran"] == 2 and first["work"]["workers"] == 2
+
+    _edit(hub / "log-triage-awk")
+    subprocess.run([*git, "commit", "-q", "-am", "edit one skill"], check=True)
+    second = _run(f"{hub}@main", out, workers=2)
+    assert second["work"]["ran_partitions"] == ["hub__log-triage-awk"] and second["work"]["up_to_date"] == 1
+    _assert_exported(second, out)
+
+
+def _containers(client, label: str) -> list:
+    return client.containers.list(all=True, sparse=True, filters={"label": f"{LABEL}={label}"})
+
+
+def test_an_interrupted_run_leaves_no_container_and_resumes(docker_client, hub, tmp_path):
+    out = tmp_path / "out"
+    label = RunHome(out.resolve()).gate_label
+    with open(tmp_path / "stdout", "w") as so, open(tmp_path / "stderr", "w") as se:
+        proc = subprocess.Popen(_cmd(str(hub), "--out", str(out), workers=2), stdout=so, stderr=se, env=_env(),
+                                start_new_session=True)
+        deadline = time.monotonic() + 300
+        while not _containers(docker_client, label) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before any gate container started"
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+        assert proc.wait(timeout=180) == 130, (tmp_path / "stderr").read_text()[-3000:]
+    assert _containers(docker_client, label) == []
+    leftovers = [p for p in (out / "artifacts").rglob("*.tmp") if ".staging" not in p.parts]
+    assert leftovers == []  # nothing half-written outside the staging area
+
+    resumed = _run(str(hub), out)
+    _assert_exported(resumed, out)
+    assert resumed["work"]["ran"] >= 1
+
+
+def test_failing_partitions_are_listed_and_the_others_complete(docker_client, hub, examples_dir, tmp_path):
+    """A model endpoint that refuses connections fails each eligible skill's planning with llm_unavailable; the
+    screened-out skill in the same hub is still processed, and the run exits 1 with both failures listed."""
+    shutil.copytree(examples_dir / "pirate-persona", hub / "pirate-persona")
+    funnel = _run(str(hub), tmp_path / "out", workers=2, expect=1, S2E_LLM_BASE_URL="http://127.0.0.1:9/v1",
+                  S2E_LLM_MODEL="unreachable", S2E_LLM_CACHE_DIR=str(tmp_path / "llm-cache"))
+    failed = {f["partition"]: (f["stage"], f["reason"]) for f in funnel["failed_partitions"]}
+    assert failed == {f"hub__{s}": ("workflow_plans", "llm_unavailable") for s in SKILLS}
+    assert funnel["work"]["ran_partitions"] == ["hub__pirate-persona"] and funnel["work"]["failed"] == 2
+    assert funnel["screened_out_by_reason"] == {"persona_only": 1}
