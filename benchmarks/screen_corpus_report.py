@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from skill2env_dagster.skillhub.parse import parse_skill_md
-from skill2env_dagster.skillhub.screen import BLOCKING_CODES, ScreenSettings, screen_skill
+from skill2env_dagster.skillhub.screen.engine import BLOCKING_CODES, ScreenSettings, screen_skill
 
 REPO = Path(__file__).resolve().parents[1]
 TAG_TO_CODE = {

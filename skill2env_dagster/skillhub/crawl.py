@@ -16,16 +16,21 @@ from pathlib import Path
 
 from skill2env_dagster.models.skill import Finding, SkillRecord, SkillStatus
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
-from skill2env_dagster.skillhub.bundle import printable_path, read_bundle
-from skill2env_dagster.skillhub.config import CrawlSettings, SourcesConfig, SourceSpec, dir_sources
+from skill2env_dagster.skillhub.config import (
+    CrawlSettings,
+    SourcesConfig,
+    SourceSpec,
+    dir_sources,
+)
 from skill2env_dagster.skillhub.dedup import DedupItem, body_hash, find_duplicates
-from skill2env_dagster.skillhub.discover import FoundSkill, discover_skills
 from skill2env_dagster.skillhub.domain import guess_domain
-from skill2env_dagster.skillhub.ids import unique_ids
 from skill2env_dagster.skillhub.parse import parse_skill_md
-from skill2env_dagster.skillhub import screen
-from skill2env_dagster.skillhub.screen import screen_skill
-from skill2env_dagster.skillhub.sources import ResolvedSource, resolve_source
+from skill2env_dagster.skillhub.screen import engine as screen
+from skill2env_dagster.skillhub.screen.engine import screen_skill
+from skill2env_dagster.skillhub.sources.bundle import printable_path, read_bundle
+from skill2env_dagster.skillhub.sources.discover import FoundSkill, discover_skills
+from skill2env_dagster.skillhub.sources.ids import unique_ids
+from skill2env_dagster.skillhub.sources.resolve import ResolvedSource, resolve_source
 from skill2env_dagster.store import canonical_json, sha256_bytes
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from skill2env_dagster.reasons import InputError, ReasonCode
 
-DEFAULT_RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "screening_rules.yaml"
+DEFAULT_RULES_PATH = Path(__file__).resolve().parents[2] / "data" / "screening_rules.yaml"
 
 _DEFAULT_KEY = str(DEFAULT_RULES_PATH)
 

@@ -17,10 +17,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.models.skill import Finding
 from skill2env_dagster.reasons import ReasonCode
-from skill2env_dagster.skillhub.rules import CompiledBook, CompiledRule, load_rule_book
-from skill2env_dagster.skillhub.screen_context import (FileContext, build_context, fenced_line_numbers,
-                                                       reveal_invisible, suppressed_as_quotation)
-from skill2env_dagster.skillhub.screen_licence import is_allowed, resolve_licence
+from skill2env_dagster.skillhub.screen.context import (
+    FileContext,
+    build_context,
+    fenced_line_numbers,
+    reveal_invisible,
+    suppressed_as_quotation,
+)
+from skill2env_dagster.skillhub.screen.licence import is_allowed, resolve_licence
+from skill2env_dagster.skillhub.screen.rules import (
+    CompiledBook,
+    CompiledRule,
+    load_rule_book,
+)
 
 __all__ = ["BLOCKING_CODES", "INFO_CODES", "ScreenSettings", "blocking_codes", "screen_skill"]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from itertools import accumulate
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import ahocorasick
 
-from skill2env_dagster.skillhub.rules import CompiledBook
+from skill2env_dagster.skillhub.screen.rules import CompiledBook
 
 # Very long lines (minified JSON, base64 blobs) are scanned in chunks: `[^\n]*` patterns stay linear per chunk.
 MAX_SCAN_LINE = 2000

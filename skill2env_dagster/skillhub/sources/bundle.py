@@ -14,7 +14,7 @@ from typing import Literal
 
 from skill2env_dagster.models.skill import FileEntry
 from skill2env_dagster.reasons import ReasonCode
-from skill2env_dagster.skillhub.discover import SKIP_DIRS
+from skill2env_dagster.skillhub.sources.discover import SKIP_DIRS
 
 _SNIFF = 8192
 
