@@ -26,9 +26,10 @@ class FileEntry(BaseModel):
 
     rel_path: str = Field(description="Path relative to the skill folder, POSIX separators.")
     size: int = Field(ge=0)
-    sha256: str = Field(description="SHA-256 of the bytes (of the link target text for symlinks).")
+    sha256: str = Field(description="SHA-256 of the bytes (of the link text for symlinks that are not followed).")
     kind: Literal["text", "binary", "symlink"]
-    symlink_target: str | None = None
+    symlink_target: str | None = Field(default=None, description="The link text of a symlink. A SKILL.md symlink "
+                                       "followed under the in-source policy keeps it, with kind/sha256 of the target.")
     refused: ReasonCode | None = Field(default=None, description="Why this file was not read, if it was not.")
 
 

@@ -185,7 +185,8 @@ def _build(job: _Job) -> SkillRecord:
         return _finish(rec, [ReasonCode.UNREADABLE], [Finding(code=ReasonCode.UNREADABLE, rule="crawl", file="",
                                                               line=0, text="skill folder name is not UTF-8")])
     bundle = read_bundle(folder, max_file_bytes=s.max_file_bytes, max_skill_bytes=s.max_skill_bytes,
-                         max_files=s.max_files, exclude={(job.source.root / rel).resolve() for rel in job.exclude})
+                         max_files=s.max_files, exclude={(job.source.root / rel).resolve() for rel in job.exclude},
+                         skill_file=job.found.skill_file, link_root=job.source.root)
     rec = _base_record(job, bundle.digest, bundle.files)
     if job.found.is_fixture and not job.source.spec.include_fixtures:
         rec.status, rec.reasons = SkillStatus.SCREENED_OUT, [ReasonCode.TEST_FIXTURE]
@@ -200,8 +201,11 @@ def _build(job: _Job) -> SkillRecord:
         entry = next((e for e in bundle.files if e.rel_path == job.found.skill_file), None)
         code = entry.refused if entry and entry.refused else ReasonCode.NOT_UTF8
         reasons.append(code)
-        findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0, text="SKILL.md unreadable"))
-        rec.status = SkillStatus.INVALID
+        if code not in {c for c, _ in bundle.problems}:
+            findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0,
+                                    text="SKILL.md unreadable"))
+        # A SKILL.md linking out of the source is a refusal of policy, not a broken skill.
+        rec.status = SkillStatus.SCREENED_OUT if code == ReasonCode.SYMLINK_ESCAPE else SkillStatus.INVALID
         return _finish(rec, reasons, findings)
     folder_name = Path(job.found.rel_path).name if job.found.rel_path != "." else folder.name
     parsed = parse_skill_md(text, folder_name)

@@ -57,8 +57,9 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
     return None, text, 1
 
 
-def _fallback_from_body(body: str) -> tuple[str | None, str | None]:
-    """No frontmatter: name from the first H1, description from a `description:` line or the first paragraph."""
+def fallback_from_body(body: str) -> tuple[str | None, str | None]:
+    """No usable frontmatter: name from the first H1, description from a `description:` line or the first
+    paragraph. The screen uses it too, so a skill with broken YAML still has an identity."""
     name = desc = None
     for line in body.split("\n"):
         if name is None and (m := _H1.match(line)):
@@ -108,7 +109,7 @@ def parse_skill_md(text: str, folder_name: str) -> ParsedSkill:
 
 
 def _parse_without_frontmatter(body: str, folder_name: str) -> ParsedSkill:
-    name, desc = _fallback_from_body(body)
+    name, desc = fallback_from_body(body)
     parsed = ParsedSkill({}, "fallback" if desc else "missing", name, desc, None, body, 1)
     parsed.warnings.append("no_frontmatter")
     if not desc:

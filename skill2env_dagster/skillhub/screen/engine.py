@@ -8,7 +8,6 @@ frontmatter is still screened (a malformed skill can still be malicious), and re
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -17,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.models.skill import Finding
 from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.skillhub.parse import fallback_from_body
 from skill2env_dagster.skillhub.screen.context import (
     FileContext,
     build_context,
@@ -25,11 +25,18 @@ from skill2env_dagster.skillhub.screen.context import (
     suppressed_as_quotation,
 )
 from skill2env_dagster.skillhub.screen.licence import is_allowed, resolve_licence
+from skill2env_dagster.skillhub.screen.lure import lure_signals
+from skill2env_dagster.skillhub.screen.requirements import (
+    requirement_signals,
+    stated_requirements,
+)
 from skill2env_dagster.skillhub.screen.rules import (
     CompiledBook,
     CompiledRule,
     load_rule_book,
 )
+from skill2env_dagster.skillhub.screen.scoring import Signal, file_weight, score
+from skill2env_dagster.skillhub.screen.vocabulary import vocabulary_signals
 
 __all__ = ["BLOCKING_CODES", "INFO_CODES", "ScreenSettings", "blocking_codes", "screen_skill"]
 
@@ -75,15 +82,23 @@ def blocking_codes(findings: list[Finding]) -> list[ReasonCode]:
 
 
 def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: ScreenSettings) -> list[Finding]:
-    """Screen one skill: line rules over every text file, document checks, licence and the stand-in policy."""
+    """Screen one skill: line rules over every text file, frontmatter requirements, the vocabulary, the lure shape,
+    document checks, licence and the stand-in policy."""
     book = load_rule_book(Path(settings.rules_path) if settings.rules_path else None)
     fm = frontmatter if isinstance(frontmatter, dict) else {}
     skill_file = next((p for p in sorted(texts) if _SKILL_FILE.match(p)), "SKILL.md")
-    about = f"{fm.get('name', '')} {fm.get('description', '')}"
+    about = _identity_text(fm, texts.get(skill_file, ""))
     identity = _IDENTITY_STRIP.sub("", about.lower())
     off = frozenset(k for k, r in enumerate(book.rules) if r.unless_skill is not None and r.unless_skill.search(about))
-    hits = _line_hits(texts, skill_file, book, identity, off)
-    findings = _score(hits, book)
+    defensive = bool(book.defensive_identity.search(about))
+    contexts = [build_context(path, texts[path], book, defensive=defensive) for path in sorted(texts)
+                if texts[path] and not book.skip_files.search(path)]
+    requirements = stated_requirements(fm, book)
+    signals = _line_signals(contexts, skill_file, book, identity, off)
+    signals += requirement_signals(requirements, texts.get(skill_file, ""), skill_file, book)
+    signals += vocabulary_signals(about, requirements, texts, skill_file, book, defensive=defensive)
+    signals += lure_signals(contexts, skill_file, book)
+    findings = score(signals, book)
     findings += _hidden_comment_findings(texts, book)
     findings += _document_checks(texts, body or "", skill_file, book)
     findings = _apply_standin_policy(findings, texts, skill_file, book, settings)
@@ -91,24 +106,35 @@ def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: 
     return findings
 
 
+def _identity_text(fm: dict, skill_md: str) -> str:
+    """What the skill says it is: frontmatter name and description, or (frontmatter missing or broken) the H1 and
+    the `description:` line or first paragraph of SKILL.md, so an invalid skill is judged by what it claims too.
+    URLs are dropped: a host in the text itself must not vouch for that host (vendor installers)."""
+    name, description = fm.get("name"), fm.get("description")
+    if not name and not description:
+        name, description = fallback_from_body(skill_md)
+    return _URL.sub(" ", f"{name or ''} {description or ''}")  # a URL in a description names no vendor
+
+
 # ------------------------------------------------------------------------------------------------ line rules
-def _line_hits(texts: dict[str, str], skill_file: str, book: CompiledBook, identity: str,
-               off: frozenset[int] = frozenset()) -> dict[str, list[tuple[float, Finding]]]:
-    """rule id -> [(file weight, finding)] for every hit that survives unless/near/trusted/quotation filters;
-    rules in `off` (switched off by the skill's own name/description) are not run."""
-    hits: dict[str, list[tuple[float, Finding]]] = defaultdict(list)
-    for path in sorted(texts):
-        if book.skip_files.search(path) or not texts[path]:
-            continue
-        ctx = build_context(path, texts[path], book)
+def _line_signals(contexts: list[FileContext], skill_file: str, book: CompiledBook, identity: str,
+                  off: frozenset[int] = frozenset()) -> list[Signal]:
+    """A signal for every line-rule hit that survives unless/near/heading/trusted/quotation filters; rules in `off`
+    (switched off by the skill's own name/description) are not run."""
+    signals: list[Signal] = []
+    for ctx in contexts:
         for k in ctx.active_rules(book):
             if k in off:
                 continue
             rule = book.rules[k]
-            weight = 1.0 if path == skill_file else book.book.scoring[rule.rule.code].other_files
+            codes = (rule.rule.code, *rule.rule.also_codes)
+            weights = [file_weight(ctx.path, skill_file, c, book) for c in codes]
             for f in _rule_hits_in_file(rule, ctx, book, identity):
-                hits[rule.rule.id].append((weight, f))
-    return hits
+                signals.append(Signal(rule.rule.id, rule.rule.weight, weights[0], f))
+                for code, fw in zip(codes[1:], weights[1:]):
+                    also = f.model_copy(update={"code": code})
+                    signals.append(Signal(f"{rule.rule.id}@{code.value}", rule.rule.weight, fw, also))
+    return signals
 
 
 def _rule_hits_in_file(rule: CompiledRule, ctx: FileContext, book: CompiledBook, identity: str):
@@ -146,13 +172,14 @@ def _hit_survives(rule: CompiledRule, ctx: FileContext, i: int, start: int, end:
     line = ctx.lines[i]
     if rule.unless is not None and rule.unless.search(line):
         return False
+    if rule.under_heading is not None and not rule.under_heading.search(ctx.section[i]):
+        return False
     if rule.near and not _near_ok(rule, ctx, i):
         return False
     if rule.rule.trusted_hosts and _all_hosts_trusted(matched, line, book, identity):
         return False
-    if rule.rule.quotable and suppressed_as_quotation(ctx, i, start, end, book, book.book.context.window):
-        return False
-    return True
+    return not (rule.rule.quotable and suppressed_as_quotation(ctx, i, start, end, book, book.book.context.window,
+                                                               rule.rule.identity_context))
 
 
 def _near_ok(rule: CompiledRule, ctx: FileContext, i: int) -> bool:
@@ -203,31 +230,6 @@ def _excerpt(line: str, start: int, end: int) -> str:
         return text
     lo = max(0, start - 60)
     return line[lo:lo + 200].strip()
-
-
-def _score(hits: dict[str, list[tuple[float, Finding]]], book: CompiledBook) -> list[Finding]:
-    """Keep the findings of codes whose summed rule weights reach the code's threshold.
-
-    Counter-evidence rules (negative weight) lower the score of their code; their own hits are never reported.
-    """
-    weights = {r.rule.id: r.rule.weight for r in book.rules}
-    main: dict[ReasonCode, float] = defaultdict(float)
-    other: dict[ReasonCode, float] = defaultdict(float)
-    against: dict[ReasonCode, float] = defaultdict(float)
-    for rule_id, items in hits.items():
-        code, strongest = items[0][1].code, max(w for w, _ in items)
-        if weights[rule_id] < 0:
-            against[code] += weights[rule_id] * strongest
-        else:
-            (main if strongest >= 1.0 else other)[code] += weights[rule_id] * strongest
-    out: list[Finding] = []
-    for rule_id, items in hits.items():
-        code = items[0][1].code
-        spec = book.book.scoring[code]
-        extra = other[code] if spec.other_files_cap is None else min(other[code], spec.other_files_cap)
-        if weights[rule_id] > 0 and main[code] + extra + against[code] + 1e-9 >= spec.threshold:
-            out.extend(f for _, f in items)
-    return out
 
 
 # ----------------------------------------------------------------------------------- hidden HTML comments
