@@ -67,7 +67,9 @@ def fallback_from_body(body: str) -> tuple[str | None, str | None]:
         if desc is None and (m := _DESC_LINE.match(line)):
             desc = m.group(1).strip().strip("*").strip()
     if desc is None:
-        para = [ln.strip() for ln in body.split("\n\n", 3)[1 if name else 0].split("\n") if ln.strip()]
+        blocks = body.split("\n\n", 3)
+        block = blocks[1] if name and len(blocks) > 1 else blocks[0]
+        para = [ln.strip() for ln in block.split("\n") if ln.strip()]
         candidate = " ".join(p for p in para if not p.startswith(("#", "```", "|", "-", "*")))
         desc = candidate or None
     return name, desc
