@@ -7,10 +7,14 @@ import pyarrow.parquet as pq
 
 from skill2env_dagster.artifacts import CRAWL, RAW_SKILL_MD, SKILLS_PARTITION, SNAPSHOT
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions
+from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.reasons import LLMError, is_retryable
+from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.skillhub.crawl import crawl
+from skill2env_dagster.skillhub.screen.opinion import OPINION_TEMPLATE, OpinionCache, second_opinion
 from skill2env_dagster.skillhub.snapshot import (
     SKILLS_TABLE,
     latest_snapshot_dir,
@@ -122,17 +126,45 @@ def provenance_metadata(r: SkillRecord) -> dict[str, object]:
     owners=OWNERS,
     code_version=asset_code_version(SNAPSHOT),
 )
-def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
-    """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status.
+def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource,
+                      llm: LLMResource) -> dg.MaterializeResult:
+    """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status,
+    and - when a model endpoint is configured - the model's second opinion (it may add a blocking reason with a
+    verified quote, never clear one; disagreements are in the metadata).
 
     One partition per run on purpose: Dagster 1.13 records a single shared input provenance for a multi-partition
     run, which would break the per-skill staleness this pipeline relies on (README › Design decisions)."""
     store = artifacts.store()
     key = context.partition_key
     record = load_record(latest_snapshot_dir(store.dir(CRAWL)), key)
+    if not llm.is_offline():
+        record = _with_second_opinion(record, llm)
     store.save(SNAPSHOT, key, record)
     context.log.info("skill=%s status=%s reasons=%s", key, record.status.value, [c.value for c in record.reasons])
     return _snapshot_result(record)
+
+
+def _with_second_opinion(record: SkillRecord, llm: LLMResource) -> SkillRecord:
+    cache = OpinionCache(Path(llm.cache_dir) / "second_opinion" if llm.cache_dir else None)
+    try:
+        return second_opinion(record, llm.client(), model=llm.model, cache=cache,
+                              prompt_version=prompt_version(OPINION_TEMPLATE, llm.fingerprint()))
+    except LLMError as e:
+        raise dg.Failure(description=str(e), metadata={"reason": e.reason.value},
+                         allow_retries=is_retryable(e.reason)) from e
+
+
+def _opinion_metadata(record: SkillRecord) -> dict[str, object]:
+    op = record.second_opinion
+    if op is None:
+        return {"second_opinion": "none (offline: no model endpoint configured)"}
+    rows = "\n".join(f"| {d.code.value} | {d.kind} | {d.detail.replace('|', '/')[:80]} |" for d in op.disagreements)
+    table = "| code | kind | detail |\n|---|---|---|\n" + rows if rows else "the model agrees with the rules"
+    return {
+        "second_opinion": f"{op.model} ({'cached' if op.cached else 'called'}): {op.summary}"[:300],
+        "second_opinion_added": dg.MetadataValue.json([c.value for c in op.added]),
+        "second_opinion_disagreements": dg.MetadataValue.md(table),
+    }
 
 
 def _snapshot_result(record: SkillRecord) -> dg.MaterializeResult:
@@ -152,5 +184,6 @@ def _snapshot_result(record: SkillRecord) -> dg.MaterializeResult:
             "evidence": dg.MetadataValue.md(
                 "| code | rule | where | text |\n|---|---|---|---|\n" + findings if findings else "no findings"
             ),
+            **_opinion_metadata(record),
         },
     )

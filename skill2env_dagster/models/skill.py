@@ -45,6 +45,43 @@ class Finding(BaseModel):
     text: str = Field(description="The matched text, truncated to 200 characters.")
 
 
+class OpinionReason(BaseModel):
+    """One blocking reason the model gave, with a quote verified to occur in the skill (file, line)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: ReasonCode
+    file: str
+    line: int = Field(ge=0)
+    evidence: str = Field(description="The model's quote, as found in the file.")
+    why: str
+
+
+class Disagreement(BaseModel):
+    """Where the model and the rules differ: the verdict keeps the rules' blocking codes and adds the model's
+    verified ones, and every difference is recorded here (and shown in the asset's metadata)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: ReasonCode
+    kind: Literal["rules_only", "model_only", "unverified_evidence"]
+    detail: str
+
+
+class SecondOpinion(BaseModel):
+    """The model's second opinion on a screening verdict (present only when an endpoint is configured)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    prompt_version: str
+    cached: bool = Field(description="Answered from the second-opinion cache (same bundle digest and prompt).")
+    summary: str = ""
+    reasons: list[OpinionReason] = Field(default_factory=list, description="The model's verified reasons.")
+    added: list[ReasonCode] = Field(default_factory=list, description="Blocking codes only the model found.")
+    disagreements: list[Disagreement] = Field(default_factory=list)
+
+
 class SkillRecord(BaseModel):
     """Everything later stages need about one skill; validated on every read and write."""
 
@@ -76,6 +113,8 @@ class SkillRecord(BaseModel):
     duplicate_of: str | None = None
     nested_skills: list[str] = Field(default_factory=list, description="Skill ids found inside this folder.")
     fixture_of: str | None = Field(default=None, description="Set when this skill is a test fixture of another.")
+    second_opinion: SecondOpinion | None = Field(default=None, description="The model's second opinion, when an "
+                                                 "endpoint is configured (skillhub_snapshot).")
 
     @property
     def is_eligible(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import json
 import dagster as dg
 import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
@@ -14,6 +15,7 @@ from skill2env_dagster.artifacts import SNAPSHOT
 from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
 from skill2env_dagster.definitions import build_defs
 from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from tests.support.hub import make_hub, write_skill, write_sources
@@ -29,6 +31,7 @@ def setup(tmp_path):
     resources = {
         "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
         "skillhub": SkillHubResource(sources_file=str(sources)),
+        "llm": LLMResource(cache_dir=""),  # offline: no second opinion
     }
     return hub, resources, dg.DagsterInstance.ephemeral()
 
@@ -146,7 +149,7 @@ def test_git_source_two_commits_new_data_versions_only_for_changed(tmp_path):
     sources = write_sources(tmp_path / "sources.yaml", [{"name": "g", "kind": "git", "url": str(bare), "ref": "main"}],
                             tmp_path / "cache")
     resources = {"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-                 "skillhub": SkillHubResource(sources_file=str(sources))}
+                 "skillhub": SkillHubResource(sources_file=str(sources)), "llm": LLMResource(cache_dir="")}
     instance = dg.DagsterInstance.ephemeral()
 
     def versions() -> dict[str, tuple[str, str]]:
@@ -181,3 +184,28 @@ def test_recrawl_observes_only_changed_skills(setup):
     fresh = dg.DagsterInstance.ephemeral()  # a new instance has seen nothing: it observes every skill
     assert _crawl(resources, fresh).asset_materializations_for_node("skillhub_crawl")[0].metadata[
         "raw_skill_md_observed"].value == 3
+
+
+def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setup, tmp_path):
+    """With an endpoint configured, the snapshot asks the model once per skill (cached by bundle digest): a
+    verified reason blocks the skill, and the disagreement with the rules is in the materialisation metadata."""
+    from tests.support.fake_openai import FakeOpenAI
+
+    hub, resources, instance = setup
+    quote = "Normalise CSV files: trim whitespace in every cell"
+    answer = json.dumps({"summary": "needs a live feed", "reasons": [
+        {"code": "needs_live_service", "file": "SKILL.md", "evidence": quote, "why": "test"}]})
+    _crawl(resources, instance)
+    with FakeOpenAI(lambda body: answer) as srv:
+        llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir=str(tmp_path / "llm"), max_retries=0)
+        with_model = {**resources, "llm": llm}
+        res = _snapshot(with_model, instance, "t__csv-cleaner")
+        _snapshot(with_model, instance, "t__csv-cleaner")
+        assert srv.count == 1  # the second run is answered from the second-opinion cache
+    meta = res.asset_materializations_for_node("skillhub_snapshot")[0].metadata
+    assert meta["status"].value == "screened_out"
+    assert "needs_live_service | model_only" in meta["second_opinion_disagreements"].value
+    assert meta["second_opinion_added"].value == ["needs_live_service"]
+    store = resources["artifacts"].store()
+    rec = store.load("skillhub_snapshot", "t__csv-cleaner", SkillRecord)
+    assert rec.second_opinion is not None and rec.second_opinion.reasons[0].evidence == quote
