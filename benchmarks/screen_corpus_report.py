@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "screening_set"))
 
-from evaluate import CODES, load_items, missing_mirrors, score, screen_items, targets  # noqa: E402
+from evaluate import CODES, load_items, missing_mirrors, score, screen_items, targets
 
 from skill2env_dagster.skillhub.parse import parse_skill_md
 from skill2env_dagster.skillhub.screen.engine import BLOCKING_CODES, ScreenSettings, screen_skill

@@ -19,11 +19,11 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from mirror import SKILL_FILES, Mirror  # noqa: E402 (script folder on sys.path)
+from mirror import SKILL_FILES, Mirror
 
-from skill2env_dagster.models.skill import SkillRecord  # noqa: E402
-from skill2env_dagster.skillhub.config import CrawlSettings  # noqa: E402
-from skill2env_dagster.skillhub.crawl import crawl_paths  # noqa: E402
+from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.skillhub.config import CrawlSettings
+from skill2env_dagster.skillhub.crawl import crawl_paths
 
 HERE = Path(__file__).resolve().parent
 CODES = ("needs_external_account", "needs_live_service", "needs_hardware", "os_or_gui_specific", "persona_only",

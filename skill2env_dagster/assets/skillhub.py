@@ -106,7 +106,7 @@ def _observation(r: SkillRecord) -> dg.AssetObservation:
     )
 
 
-def provenance_metadata(r: SkillRecord) -> dict[str, object]:
+def provenance_metadata(r: SkillRecord) -> dict[str, str | dg.MetadataValue]:
     """Where a skill came from, as every per-skill asset shows it: the SKILL.md path and source commit."""
     return {
         "skill_md": dg.MetadataValue.path(str(Path(r.abs_path) / r.skill_file)),
@@ -154,7 +154,7 @@ def _with_second_opinion(record: SkillRecord, llm: LLMResource) -> SkillRecord:
                          allow_retries=is_retryable(e.reason)) from e
 
 
-def _opinion_metadata(record: SkillRecord) -> dict[str, object]:
+def _opinion_metadata(record: SkillRecord) -> dict[str, str | dg.MetadataValue]:
     op = record.second_opinion
     if op is None:
         return {"second_opinion": "none (offline: no model endpoint configured)"}

@@ -12,6 +12,10 @@ from skill2env_dagster.reasons import ReasonCode
 SCHEMA_VERSION = 1
 
 
+FileKind = Literal["text", "binary", "symlink"]
+FrontmatterStatus = Literal["ok", "missing", "invalid_yaml", "fallback"]
+
+
 class SkillStatus(StrEnum):
     ELIGIBLE = "eligible"
     SCREENED_OUT = "screened_out"
@@ -27,7 +31,7 @@ class FileEntry(BaseModel):
     rel_path: str = Field(description="Path relative to the skill folder, POSIX separators.")
     size: int = Field(ge=0)
     sha256: str = Field(description="SHA-256 of the bytes (of the link text for symlinks that are not followed).")
-    kind: Literal["text", "binary", "symlink"]
+    kind: FileKind
     symlink_target: str | None = Field(default=None, description="The link text of a symlink. A SKILL.md symlink "
                                        "followed under the in-source policy keeps it, with kind/sha256 of the target.")
     refused: ReasonCode | None = Field(default=None, description="Why this file was not read, if it was not.")
@@ -101,7 +105,7 @@ class SkillRecord(BaseModel):
     license: str | None = None
     domain: str = Field(default="general", description="Coarse domain guessed from the skill's vocabulary.")
     frontmatter: dict[str, Any] = Field(default_factory=dict)
-    frontmatter_status: Literal["ok", "missing", "invalid_yaml", "fallback"] = "ok"
+    frontmatter_status: FrontmatterStatus = "ok"
     body: str = ""
     files: list[FileEntry] = Field(default_factory=list)
     bundle_digest: str = Field(description="SHA-256 over sorted (relative path, file digest) pairs.")

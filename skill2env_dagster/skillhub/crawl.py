@@ -36,7 +36,8 @@ from skill2env_dagster.store import canonical_json, sha256_bytes
 log = logging.getLogger(__name__)
 
 # The screen's own blocking codes, plus the bundle problems that make a skill unsafe or too big to use.
-BLOCKING_CODES = screen.BLOCKING_CODES | {ReasonCode.SYMLINK_ESCAPE, ReasonCode.SKILL_TOO_LARGE, ReasonCode.TOO_MANY_FILES}
+BLOCKING_CODES = screen.BLOCKING_CODES | {
+    ReasonCode.SYMLINK_ESCAPE, ReasonCode.SKILL_TOO_LARGE, ReasonCode.TOO_MANY_FILES}
 # Of the screen's informational codes, licence_unknown is listed among reasons (the issue asks for it to be
 # recorded); the rest stay evidence only.
 EVIDENCE_ONLY_CODES = screen.INFO_CODES - {ReasonCode.LICENCE_UNKNOWN}
@@ -147,7 +148,7 @@ def _run_jobs(jobs: list[_Job]) -> list[SkillRecord]:
     else:
         with ProcessPoolExecutor(max_workers=min(4, os.cpu_count() or 2)) as pool:
             records = list(pool.map(build_record, jobs, chunksize=64))
-    for r, j in zip(records, jobs):
+    for r, j in zip(records, jobs, strict=True):
         r.nested_skills = list(j.nested_ids)
     return records
 
@@ -156,7 +157,7 @@ def build_record(job: _Job) -> SkillRecord:
     """One skill folder → its record; never raises (an unexpected error becomes `invalid/internal_error`)."""
     try:
         return _build(job)
-    except Exception as e:  # noqa: BLE001 — one skill's bug must not lose the crawl
+    except Exception as e:
         log.exception("skill %s: internal error", job.skill_id)
         rec = _base_record(job, digest="", files=[])
         rec.status, rec.reasons = SkillStatus.INVALID, [ReasonCode.INTERNAL_ERROR]

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from skill2env_dagster.models.skill import FrontmatterStatus
 from skill2env_dagster.reasons import ReasonCode
 
 SPEC_KEYS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
@@ -29,7 +30,7 @@ _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
 @dataclass
 class ParsedSkill:
     frontmatter: dict[str, Any]
-    status: str  # ok | missing | invalid_yaml | fallback
+    status: FrontmatterStatus
     name: str | None
     description: str | None
     license: str | None

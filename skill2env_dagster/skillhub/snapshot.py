@@ -10,7 +10,7 @@ import hashlib
 import json
 import shutil
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -41,7 +41,7 @@ _SCHEMA = pa.schema([
 
 
 def skills_table(records: list[SkillRecord]) -> pa.Table:
-    rows = {name: [] for name in _SCHEMA.names}
+    rows: dict[str, list[object]] = {name: [] for name in _SCHEMA.names}
     for r in records:
         values = {
             "skill_id": r.skill_id, "source": r.source, "source_kind": r.source_kind,
@@ -64,7 +64,7 @@ def manifest_of(result: CrawlResult) -> SnapshotManifest:
         for c in r.reasons:
             reasons[c.value] = reasons.get(c.value, 0) + 1
     return SnapshotManifest(
-        snapshot_id=result.snapshot_id(), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        snapshot_id=result.snapshot_id(), created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         n_skills=len(result.records), status_counts=result.status_counts(), reason_counts=dict(sorted(reasons.items())),
         sources=[vars(s) for s in result.sources], seconds={k: round(v, 3) for k, v in result.seconds.items()},
     )

@@ -3,9 +3,8 @@ and the change sensor requesting exactly the new/changed partitions."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
+
 import dagster as dg
 import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
@@ -14,7 +13,6 @@ from dagster._core.loader import LoadingContextForTest
 from skill2env_dagster.artifacts import SNAPSHOT
 from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
 from skill2env_dagster.definitions import build_defs
-from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
@@ -191,7 +189,7 @@ def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setu
     verified reason blocks the skill, and the disagreement with the rules is in the materialisation metadata."""
     from tests.support.fake_openai import FakeOpenAI
 
-    hub, resources, instance = setup
+    _hub, resources, instance = setup
     quote = "Normalise CSV files: trim whitespace in every cell"
     answer = json.dumps({"summary": "needs a live feed", "reasons": [
         {"code": "needs_live_service", "file": "SKILL.md", "evidence": quote, "why": "test"}]})
@@ -207,5 +205,5 @@ def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setu
     assert "needs_live_service | model_only" in meta["second_opinion_disagreements"].value
     assert meta["second_opinion_added"].value == ["needs_live_service"]
     store = resources["artifacts"].store()
-    rec = store.load("skillhub_snapshot", "t__csv-cleaner", SkillRecord)
+    rec = store.load(SNAPSHOT, "t__csv-cleaner")
     assert rec.second_opinion is not None and rec.second_opinion.reasons[0].evidence == quote

@@ -56,4 +56,5 @@ def test_broken_frontmatter_malicious_skill_is_invalid_and_malicious(tmp_path):
     assert body and all(f.file == "SKILL.md" and f.line > 5 for f in body)  # evidence lines from the body
 
     benign = rows["csv-tidy"]
-    assert benign.status == SkillStatus.INVALID and benign.reasons == [ReasonCode.INVALID_YAML, ReasonCode.LICENCE_UNKNOWN]
+    assert benign.status == SkillStatus.INVALID
+    assert benign.reasons == [ReasonCode.INVALID_YAML, ReasonCode.LICENCE_UNKNOWN]

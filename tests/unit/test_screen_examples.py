@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from skill2env_dagster.reasons import ReasonCode
-from skill2env_dagster.skillhub.screen.rules import DEFAULT_RULES_PATH
 from skill2env_dagster.skillhub.screen.engine import ScreenSettings, blocking_codes, screen_skill
+from skill2env_dagster.skillhub.screen.rules import DEFAULT_RULES_PATH
 from tests.unit.screen_support import SCREEN_CODES, read_skill
 
 

@@ -238,7 +238,7 @@ def suppressed_as_quotation(ctx: FileContext, i: int, start: int, end: int, book
     if not ctx.under_detection_heading[i]:
         return False
     line = ctx.lines[i]
-    paragraph = [line[:start] + " " + line[end:]] + _paragraph_neighbours(ctx, i, window)
+    paragraph = [line[:start] + " " + line[end:], *_paragraph_neighbours(ctx, i, window)]
     if any(book.reassurance.search(p) for p in paragraph):
         return False
     return any(book.cues.search(p) for p in paragraph)

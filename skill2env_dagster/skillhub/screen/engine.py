@@ -8,6 +8,7 @@ frontmatter is still screened (a malformed skill can still be malicious), and re
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -131,7 +132,7 @@ def _line_signals(contexts: list[FileContext], skill_file: str, book: CompiledBo
             weights = [file_weight(ctx.path, skill_file, c, book) for c in codes]
             for f in _rule_hits_in_file(rule, ctx, book, identity):
                 signals.append(Signal(rule.rule.id, rule.rule.weight, weights[0], f))
-                for code, fw in zip(codes[1:], weights[1:]):
+                for code, fw in zip(codes[1:], weights[1:], strict=True):
                     also = f.model_copy(update={"code": code})
                     signals.append(Signal(f"{rule.rule.id}@{code.value}", rule.rule.weight, fw, also))
     return signals
@@ -155,10 +156,8 @@ def _matches(rule: CompiledRule, ctx: FileContext):
     A prose line is searched together with the next line, so a directive wrapped over two lines still matches;
     with triggers, only lines holding one (or preceding one) are searched, otherwise every line is.
     """
-    if rule.triggers:
-        lines = ctx.candidate_lines(rule.triggers, max(1, rule.rule.near_window))
-    else:
-        lines = range(len(ctx.lines))
+    lines: Iterable[int] = (ctx.candidate_lines(rule.triggers, max(1, rule.rule.near_window)) if rule.triggers
+                            else range(len(ctx.lines)))
     for i in lines:
         line = ctx.lines[i]
         nxt = ctx.lines[i + 1] if i + 1 < len(ctx.lines) and not ctx.in_code[i] else ""
@@ -197,7 +196,7 @@ def _all_hosts_trusted(matched: str, line: str, book: CompiledBook, identity: st
         parts = urlsplit("https://" + u)
         host = parts.hostname or ""
         if not (_host_trusted((host + parts.path).lower(), book.trusted_hosts)
-                or book.book.vendor_host_matches_skill and _vendor_host(host, identity)):
+                or (book.book.vendor_host_matches_skill and _vendor_host(host, identity))):
             return False
     return True
 
@@ -239,7 +238,8 @@ def _hidden_comment_findings(texts: dict[str, str], book: CompiledBook) -> list[
     Comments shown as text (inside a fenced block or an inline code span) and test data under fixture paths are
     quotations, not hidden instructions; everything else is checked whole, so a comment spanning lines counts.
     """
-    if book.hidden_directive is None or book.hidden_files is None:
+    spec = book.book.hidden_comments
+    if book.hidden_directive is None or book.hidden_files is None or spec is None:
         return []
     out: list[Finding] = []
     for path in sorted(texts):
@@ -256,7 +256,7 @@ def _hidden_comment_findings(texts: dict[str, str], book: CompiledBook) -> list[
             hit = book.hidden_directive.search(m.group(1))
             if hit:
                 at = line_no + m.group(1).count("\n", 0, hit.start())
-                out.append(Finding(code=ReasonCode.MALICIOUS, rule=book.book.hidden_comments.rule_id, file=path,
+                out.append(Finding(code=ReasonCode.MALICIOUS, rule=spec.rule_id, file=path,
                                    line=at, text=" ".join(m.group(1)[max(0, hit.start() - 60):].split())[:200]))
                 if len(out) >= book.book.max_findings_per_rule:
                     return out

@@ -76,10 +76,10 @@ def _first_window(lines: dict[str, list[int]], need_all: list[str], need_any: li
     for a in anchors:
         lo, hi = a, a + width
         picked = [(name, _first_in(lines[name], lo, hi)) for name in need_all]
-        extra = [(name, _first_in(lines.get(name, []), lo, hi)) for name in need_any]
-        extra = [(n, i) for n, i in extra if i is not None]
-        if all(i is not None for _, i in picked) and extra:
-            return sorted([(n, i) for n, i in picked if i is not None] + extra[:1], key=lambda x: x[1])
+        extra = [(n, i) for n in need_any if (i := _first_in(lines.get(n, []), lo, hi)) is not None]
+        found = [(n, i) for n, i in picked if i is not None]
+        if len(found) == len(picked) and extra:
+            return sorted([*found, extra[0]], key=lambda x: x[1])
     return None
 
 

@@ -84,8 +84,8 @@ class JSONCompleter(Protocol):
 def skill_texts(record: SkillRecord, budget: int = FILE_BUDGET) -> list[tuple[str, str]]:
     """(relative path, text) of the skill's readable text files, SKILL.md first, within a character budget."""
     root = Path(record.abs_path)
-    paths = [record.skill_file] + sorted(f.rel_path for f in record.files
-                                         if f.kind == "text" and f.refused is None and f.rel_path != record.skill_file)
+    paths = [record.skill_file, *sorted(f.rel_path for f in record.files
+                                        if f.kind == "text" and f.refused is None and f.rel_path != record.skill_file)]
     out: list[tuple[str, str]] = []
     left = budget
     for rel in paths:
@@ -121,7 +121,7 @@ class OpinionCache:
             return None
         try:
             return read_model(path, OpinionReply)
-        except Exception:  # noqa: BLE001 — an unreadable cache entry is a miss, never an error
+        except Exception:
             return None
 
     def put(self, digest: str, version: str, reply: OpinionReply) -> None:

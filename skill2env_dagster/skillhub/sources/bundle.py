@@ -10,9 +10,8 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from skill2env_dagster.models.skill import FileEntry
+from skill2env_dagster.models.skill import FileEntry, FileKind
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.skillhub.sources.discover import SKIP_DIRS
 
@@ -38,7 +37,7 @@ def bundle_digest(files: list[FileEntry]) -> str:
     return h.hexdigest()
 
 
-def classify_bytes(data: bytes) -> tuple[Literal["text", "binary"], str | None]:
+def classify_bytes(data: bytes) -> tuple[FileKind, str | None]:
     """('text', decoded) for UTF-8 (BOM allowed) or Latin-1-looking text without NULs; else ('binary', None)."""
     if b"\0" in data[:_SNIFF]:
         return "binary", None
