@@ -58,6 +58,13 @@ class Source:
     commit: str
     random: int
     pools: bool = False  # also draw the device/security/lure pools from this repository
+    spread: bool = False  # a mirror of many upstream repositories: at most one skill from each upstream
+
+
+def upstream_of(folder: str) -> str | None:
+    """`owner/name` of the upstream repository a mirror folder copies (`mirrors/repos/owner@name/...`)."""
+    parts = PurePosixPath(folder).parts
+    return parts[2].replace("@", "/", 1) if len(parts) > 3 and parts[:2] == ("mirrors", "repos") else None
 
 
 SOURCES = (
@@ -66,6 +73,9 @@ SOURCES = (
     Source("ComposioHQ/awesome-claude-skills", "f2b5e29bc315f04c8e09591ba275f4c4f7d4b8fe", 30),
     Source("secondsky/claude-skills", "b9627cae5de6f84bd626fdf9a472c57af00dc6bf", 25),
     Source("trailofbits/skills", "293fb74c3151cceda32a85a545fe8acd67f8f5c6", 20),
+    # Added after the first two test-half runs (see README.md, "Second round"): one skill from each of 90
+    # upstream repositories of a multi-hub mirror, for wording the five hubs above do not cover.
+    Source("gabrielmoreira/agent-skills-mirror", "4e7649a87f4d537d80ff59a4fcf2857c2b28ff7e", 90, spread=True),
 )
 POOL_SIZES = {"devices": 40, "security": 22}
 
@@ -170,7 +180,7 @@ def select() -> list[dict]:
         chosen.append((pool, c))
         return True
 
-    by_source = {s.repo: _candidates(s) for s in SOURCES}
+    by_source = {s.repo: _spread(s, _candidates(s)) if s.spread else _candidates(s) for s in SOURCES}
     for s in SOURCES:
         n = 0
         for c in by_source[s.repo]:
@@ -193,6 +203,18 @@ def select() -> list[dict]:
             per_campaign[camp] += 1
             names.add((camp, c.name()))
     return [_entry(pool, c) for pool, c in chosen]
+
+
+def _spread(source: Source, candidates: list[Candidate]) -> list[Candidate]:
+    """The first candidate (in hash order) of each upstream repository, upstreams themselves in hash order; upstreams
+    that are another source of the set or part of ../shared/corpus are left out."""
+    skip = EXCLUDED_REPOS | {s.repo for s in SOURCES}
+    first: dict[str, Candidate] = {}
+    for c in candidates:
+        up = upstream_of(c.folder)
+        if up is not None and up not in skip and up not in first:
+            first[up] = c
+    return sorted(first.values(), key=lambda c: _order(source.repo, upstream_of(c.folder) or ""))
 
 
 def _fill(pool: str, pooled: list[Candidate], wanted, take) -> None:
