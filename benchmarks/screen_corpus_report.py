@@ -102,8 +102,8 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:5.1f}%"
 
 
-def report_set(half: str, list_errors: bool) -> None:
-    items = load_items(None if half == "all" else half)
+def report_set(half: str, list_errors: bool, source: str | None = None) -> None:
+    items = [i for i in load_items(None if half == "all" else half) if source in (None, i.repo)]
     absent = missing_mirrors(items)
     if absent:
         print(f"screening set skipped: no local mirror for {', '.join(absent)} under $S2E_MIRROR_DIR "
@@ -111,7 +111,8 @@ def report_set(half: str, list_errors: bool) -> None:
         return
     seconds = screen_items(items)
     unreadable = [i.id for i in items if i.record is None or not i.record.body]
-    print(f"screening set, {half} half: {len(items)} skills crawled in {seconds:.2f} s "
+    only = f" ({source} only)" if source else ""
+    print(f"screening set{only}, {half} half: {len(items)} skills crawled in {seconds:.2f} s "
           f"({len(items) / seconds:.0f} skills/s incl. bundle, parse, dedup)")
     if unreadable:
         print(f"  {len(unreadable)} entries have no readable SKILL.md body in the mirrors: {unreadable[:5]}")
@@ -143,12 +144,13 @@ def main() -> None:
     ap.add_argument("--set", action="store_true", help="score the labelled development set instead of the corpus")
     ap.add_argument("--half", choices=["tune", "test", "all"], default="test")
     ap.add_argument("--list-test", action="store_true", help="also list ids behind test-half errors")
+    ap.add_argument("--source", help="only the set's entries from this repository (owner/name)")
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     ap.add_argument("--show", action="append", default=[], help="print findings of this code")
     ap.add_argument("--list-held-out", action="store_true", help="also list skill ids behind held-out errors")
     args = ap.parse_args()
     if args.set:
-        report_set(args.half, list_errors=args.half == "tune" or args.list_test)
+        report_set(args.half, list_errors=args.half == "tune" or args.list_test, source=args.source)
         return
     manifest = json.loads((args.corpus / "manifest.json").read_text())
     settings = ScreenSettings()

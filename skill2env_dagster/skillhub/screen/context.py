@@ -50,6 +50,7 @@ class FileContext:
     under_instruction_heading: list[bool] = field(default_factory=list)
     test_data: bool = False
     defensive: bool = False  # the skill's own name/description declares a detection/defence/teaching purpose
+    is_code: bool = False  # a script: its lines are statements, never prose wrapped over two lines
     automaton: ahocorasick.Automaton | None = None
     _by_trigger: dict[str, frozenset[int]] | None = None
 
@@ -96,7 +97,8 @@ def build_context(path: str, text: str, book: CompiledBook, *, defensive: bool =
     """Split the file into scan lines and mark code blocks and headings (Markdown only).
 
     In a skill with a defensive identity, data files (signature lists, IOC feeds, test corpora) are pattern data
-    wherever they sit, as data files under fixture paths are in any skill.
+    wherever they sit, and so are its test files (a scanner's tests hold the attacks it must catch); data files
+    under fixture paths are pattern data in any skill.
     """
     lines, orig = _scan_lines(text)
     starts, pos = [], 0
@@ -104,9 +106,10 @@ def build_context(path: str, text: str, book: CompiledBook, *, defensive: bool =
         starts.append(pos)
         pos += len(ln) + 1
     ctx = FileContext(path=path, scan_text="\n".join(lines), lines=lines, orig_line=orig, starts=starts,
-                      automaton=book.triggers, defensive=defensive)
+                      automaton=book.triggers, defensive=defensive, is_code=bool(book.code_files.search(path)))
     is_data = bool(book.data_files.search(path)) and not _MARKDOWN_EXT.search(path)
-    ctx.test_data = bool(book.data_files.search(path) and book.fixture_paths.search(path)) or (defensive and is_data)
+    fixture = bool(book.fixture_paths.search(path))
+    ctx.test_data = (fixture and bool(book.data_files.search(path))) or (defensive and (is_data or fixture))
     _mark_structure(ctx, book, markdown=bool(_MARKDOWN_EXT.search(path)))
     return ctx
 
@@ -180,21 +183,26 @@ def _mark_structure(ctx: FileContext, book: CompiledBook, markdown: bool) -> Non
 
 
 def is_quoted(ctx: FileContext, i: int, start: int, end: int) -> bool:
-    """The hit is presented as text (code, quotes, blockquote, list/table under a detection heading, test data)."""
+    """The hit is presented as text (code, quotes, blockquote, a list/table under a detection heading or in a
+    defensive skill, test data)."""
     line = ctx.lines[i]
     if ctx.test_data or ctx.in_code[i] or line.lstrip().startswith(">"):
         return True
-    if ctx.under_detection_heading[i] and _LIST_OR_TABLE.match(line):
+    # A list or table is a catalogue of patterns under a detection heading, or anywhere in a defensive skill.
+    if (ctx.under_detection_heading[i] or ctx.defensive) and _LIST_OR_TABLE.match(line):
         return True
-    return any(_inside_pair(line, start, end, o, c) for o, c in _QUOTE_PAIRS)
+    # A hit wrapped onto the next prose line (matched with it) closes its quotation there.
+    rest = line[end:] if end < len(line) or i + 1 >= len(ctx.lines) else ctx.lines[i + 1]
+    return any(_inside_pair(line, start, rest, o, c) for o, c in _QUOTE_PAIRS)
 
 
-def _inside_pair(line: str, start: int, end: int, opener: str, closer: str) -> bool:
+def _inside_pair(line: str, start: int, rest: str, opener: str, closer: str) -> bool:
+    """The hit starting at `start` sits between an opener before it and a closer in `rest` (the text after it)."""
     if opener == closer:
         before = [k for k, ch in enumerate(line[:start]) if ch == opener and _is_quote_char(line, k)]
-        return len(before) % 2 == 1 and closer in line[end:]
+        return len(before) % 2 == 1 and closer in rest
     left = line.rfind(opener, 0, start)
-    return left >= 0 and line.find(closer, left, start) < 0 and closer in line[end:]
+    return left >= 0 and line.find(closer, left, start) < 0 and closer in rest
 
 
 def _is_quote_char(line: str, k: int) -> bool:

@@ -128,6 +128,8 @@ def _line_signals(contexts: list[FileContext], skill_file: str, book: CompiledBo
             if k in off:
                 continue
             rule = book.rules[k]
+            if rule.rule.prose_only and book.code_files.search(ctx.path):
+                continue
             codes = (rule.rule.code, *rule.rule.also_codes)
             weights = [file_weight(ctx.path, skill_file, c, book) for c in codes]
             for f in _rule_hits_in_file(rule, ctx, book, identity):
@@ -160,7 +162,7 @@ def _matches(rule: CompiledRule, ctx: FileContext):
                             else range(len(ctx.lines)))
     for i in lines:
         line = ctx.lines[i]
-        nxt = ctx.lines[i + 1] if i + 1 < len(ctx.lines) and not ctx.in_code[i] else ""
+        nxt = ctx.lines[i + 1] if i + 1 < len(ctx.lines) and not (ctx.in_code[i] or ctx.is_code) else ""
         m = rule.rx.search(f"{line} {nxt}" if nxt.strip() else line)
         if m and m.start() < len(line):
             yield i, m.start(), min(m.end(), len(line)), m.group(0)

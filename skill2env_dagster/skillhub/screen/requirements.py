@@ -1,4 +1,5 @@
-"""Requirements a skill states in its frontmatter: environment variables, MCP servers and binaries it needs.
+"""Requirements a skill states in its frontmatter: environment variables, MCP servers, binaries and operating
+systems it needs.
 
 Hubs put them in different places: `requires: {env: [...], mcp: [...]}` at the top level, `requires: [bash]`, or
 inside a metadata block (`metadata: {"openclaw": {"requires": {"env": ["X_API_KEY"], "bins": ["gh"]}}}`, sometimes
@@ -24,7 +25,7 @@ _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")  # hubs name variables in upper 
 
 @dataclass(frozen=True)
 class Requirement:
-    kind: str  # env | mcp | bins
+    kind: str  # env | mcp | bins | os
     item: str
     path: str  # dotted frontmatter path, for the evidence text
 
@@ -78,7 +79,9 @@ def requirement_signals(requirements: list[Requirement], skill_md: str, skill_fi
                         book: CompiledBook) -> list[Signal]:
     """One signal per requirement rule per matching item, with the frontmatter line that states it."""
     signals: list[Signal] = []
-    for rule, name in book.requirement_rules:
+    for rule, name, unless_any in book.requirement_rules:
+        if unless_any is not None and any(r.kind == rule.kind and unless_any.search(r.item) for r in requirements):
+            continue
         for req in requirements:
             if req.kind == rule.kind and name.search(req.item):
                 text = f"{req.path}: {req.item}"

@@ -50,6 +50,8 @@ class Rule(_Strict):
                           "weight is counter-evidence (lowers the score, never reported as a finding); a weight "
                           "above 1 is conclusive even from a supporting file (scoring.<code>.other_files).")
     quotable: bool = Field(default=False, description="Hits quoted in a detection context are ignored.")
+    prose_only: bool = Field(default=False, description="Only Markdown/text files are searched: a directive to the "
+                                                         "agent is prose it reads, not a code comment or string.")
     case_sensitive: bool = False
     trusted_hosts: bool = Field(default=False, description="Hits whose URL host is a trusted installer are ignored.")
     unless: str | None = Field(default=None, description="A hit is ignored when its line matches this regex.")
@@ -150,15 +152,17 @@ class RequirementRule(_Strict):
 
     id: str = Field(pattern=r"^[a-z]+\.[a-z0-9_]+$")
     code: ReasonCode
-    kind: Literal["env", "mcp", "bins"]
+    kind: Literal["env", "mcp", "bins", "os"]
     name: str
+    unless_any: str | None = Field(default=None, description="The rule is off when any stated item of its kind "
+                                                             "matches this regex (an OS list that includes linux).")
     weight: float = Field(gt=0, le=1.0)
     description: str
 
 
 class RequirementsSpec(_Strict):
     description: str
-    kinds: dict[Literal["env", "mcp", "bins"], str] = Field(description="Regex on a frontmatter key: its values "
+    kinds: dict[Literal["env", "mcp", "bins", "os"], str] = Field(description="Regex on a frontmatter key: its values "
                                                                   "are requirement items of that kind.")
     lists_as: Literal["env", "mcp", "bins"] = Field(description="Kind of a bare list under a `requires` key.")
     requires_key: str = Field(description="Keys holding requirements (`requires`, `requirements`).")
@@ -332,7 +336,8 @@ class CompiledBook:
         self.requirement_kinds = {kind: _compile(rx) for kind, rx in req.kinds.items()}
         self.requires_key = _compile(req.requires_key)
         self.optional_key = _compile(req.optional_key)
-        self.requirement_rules = [(r, _compile(r.name)) for r in req.rules]
+        self.requirement_rules = [(r, _compile(r.name), _compile(r.unless_any) if r.unless_any else None)
+                                  for r in req.rules]
         self.vocabulary = [CompiledFamily(f) for f in book.vocabulary]
         self.vocabulary_terms = TermIndex({t for f in book.vocabulary for t in f.terms})
         self.all_bins = frozenset(b for f in self.vocabulary for b in f.bins)
