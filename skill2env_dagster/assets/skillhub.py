@@ -6,10 +6,9 @@ import dagster as dg
 import pyarrow.parquet as pq
 
 from skill2env_dagster.artifacts import CRAWL, RAW_SKILL_MD, SKILLS_PARTITION, SNAPSHOT
-from skill2env_dagster.assets.common import asset_code_version, skills_partitions
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, stage_run
 from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.reasons import LLMError, is_retryable
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
@@ -137,8 +136,9 @@ def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStor
     store = artifacts.store()
     key = context.partition_key
     record = load_record(latest_snapshot_dir(store.dir(CRAWL)), key)
-    if not llm.is_offline():
-        record = _with_second_opinion(record, llm)
+    if not llm.offline:
+        with stage_run(store, SNAPSHOT, key, "llm", llm.model):
+            record = _with_second_opinion(record, llm)
     store.save(SNAPSHOT, key, record)
     context.log.info("skill=%s status=%s reasons=%s", key, record.status.value, [c.value for c in record.reasons])
     return _snapshot_result(record)
@@ -146,12 +146,8 @@ def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStor
 
 def _with_second_opinion(record: SkillRecord, llm: LLMResource) -> SkillRecord:
     cache = OpinionCache(Path(llm.cache_dir) / "second_opinion" if llm.cache_dir else None)
-    try:
-        return second_opinion(record, llm.client(), model=llm.model, cache=cache,
-                              prompt_version=prompt_version(OPINION_TEMPLATE, llm.fingerprint()))
-    except LLMError as e:
-        raise dg.Failure(description=str(e), metadata={"reason": e.reason.value},
-                         allow_retries=is_retryable(e.reason)) from e
+    return second_opinion(record, llm.client(), model=llm.model, cache=cache,
+                          prompt_version=prompt_version(OPINION_TEMPLATE, llm.fingerprint()))
 
 
 def _opinion_metadata(record: SkillRecord) -> dict[str, str | dg.MetadataValue]:

@@ -43,7 +43,8 @@ def _reply(*reasons: dict, summary: str = "verdict") -> str:
 
 
 def _client(srv: FakeOpenAI) -> LLMClient:
-    return LLMClient(LLMConfig(base_url=srv.base_url, model="fake", max_retries=0, max_repairs=0))
+    # cache_dir="": the response cache would answer a repeated request; these tests measure the opinion cache
+    return LLMClient(LLMConfig(base_url=srv.base_url, model="fake", max_retries=0, max_repairs=0, cache_dir=""))
 
 
 def _ask(record: SkillRecord, srv: FakeOpenAI, cache_dir: Path | None, version: str = "v1") -> SkillRecord:
