@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "screening_set"))
 
-from evaluate import CODES, load_items, missing_mirrors, score, screen_items, targets
+from evaluate import CODES, Item, Score, load_items, missing_mirrors, score, screen_items, targets
 
 from skill2env_dagster.skillhub.parse import parse_skill_md
 from skill2env_dagster.skillhub.screen.engine import BLOCKING_CODES, ScreenSettings, screen_skill
@@ -102,6 +102,21 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:5.1f}%"
 
 
+def _overall(items: list[Item]) -> list[tuple[str, Score, Score]]:
+    """Two overall rows: every (skill, code) pair pooled (micro average), and the decision that matters downstream,
+    screened out (any code) versus eligible."""
+    rows = []
+    for attr in ("got", "naive"):
+        micro = Score()
+        for code in CODES:
+            one = score(items, lambda i, c=code, a=attr: c in getattr(i, a), lambda i, c=code: c in i.labels)
+            micro.tp, micro.fp, micro.fn = micro.tp + one.tp, micro.fp + one.fp, micro.fn + one.fn
+        out = score(items, lambda i, a=attr: bool(getattr(i, a)), lambda i: bool(i.labels))
+        rows.append((micro, out))
+    (rm, ro), (bm, bo) = rows
+    return [("overall: all codes (micro)", rm, bm), ("overall: screened out", ro, bo)]
+
+
 def report_set(half: str, list_errors: bool, source: str | None = None) -> None:
     items = [i for i in load_items(None if half == "all" else half) if source in (None, i.repo)]
     absent = missing_mirrors(items)
@@ -124,6 +139,9 @@ def report_set(half: str, list_errors: bool, source: str | None = None) -> None:
         if n or r.fp or b.fp:
             print(f"{code:28s} {n:3d}  {r.tp:8d} {r.fp:3d} {r.fn:3d}  {_fmt(r.precision)}  {_fmt(r.recall)}"
                   f"   {b.tp:7d} {b.fp:3d} {b.fn:3d}  {_fmt(b.precision)}  {_fmt(b.recall)}")
+    for name, r, b in _overall(items):
+        print(f"{name:28s} {'':3s}  {r.tp:8d} {r.fp:3d} {r.fn:3d}  {_fmt(r.precision)}  {_fmt(r.recall)}"
+              f"   {b.tp:7d} {b.fp:3d} {b.fn:3d}  {_fmt(b.precision)}  {_fmt(b.recall)}")
     print(f"\n{'target':32s} {'rules':>16s} {'naive':>16s}   goal")
     goals = {"credentials_or_live_recall": ">= 85%", "hardware_recall": ">= 80%", "malicious_recall": ">= 95%",
              "malicious_false_positive_rate": "<= 1%", "eligible_wrongly_screened_out": "<= 10%"}
