@@ -55,7 +55,7 @@ def _stale(instance, resources, key):
 
 
 def test_crawl_adds_partitions_and_observes_raw_skill_md(setup):
-    hub, resources, instance = setup
+    _hub, resources, instance = setup
     _crawl(resources, instance)
     keys = sorted(instance.get_dynamic_partitions("skills"))
     assert keys == ["t__csv-cleaner", "t__log-counter", "t__unit-converter"]
@@ -85,7 +85,7 @@ def test_only_changed_skill_becomes_stale_and_removed_skill_loses_partition(setu
 
 
 def test_snapshot_writes_record_and_metadata(setup, tmp_path):
-    hub, resources, instance = setup
+    _hub, resources, instance = setup
     _crawl(resources, instance)
     res = _snapshot(resources, instance, "t__csv-cleaner")
     mat = res.asset_materializations_for_node("skillhub_snapshot")[0]
