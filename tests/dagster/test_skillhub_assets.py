@@ -207,3 +207,27 @@ def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setu
     store = resources["artifacts"].store()
     rec = store.load(SNAPSHOT, "t__csv-cleaner")
     assert rec.second_opinion is not None and rec.second_opinion.reasons[0].evidence == quote
+
+
+def test_a_failed_second_opinion_fails_the_partition_with_its_reason_and_is_cleared_on_success(setup, tmp_path):
+    """The model's failure is recorded like every model-backed stage's (stage_run): the export and the funnel see
+    why; the next successful run clears the record."""
+    from skill2env_dagster.artifacts import FAILURES
+    from skill2env_dagster.reasons import ReasonCode
+    from tests.support.fake_openai import FakeOpenAI, server_error
+
+    _hub, resources, instance = setup
+    _crawl(resources, instance)
+    store = resources["artifacts"].store()
+    with FakeOpenAI(lambda body: json.dumps({"summary": "fine", "reasons": []})) as srv:
+        llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir=str(tmp_path / "llm"), max_retries=0)
+        with_model = {**resources, "llm": llm}
+        srv.enqueue(server_error())
+        bad = dg.materialize([raw_skill_md, skillhub_snapshot], selection=[skillhub_snapshot],
+                             partition_key="t__csv-cleaner", instance=instance, resources=with_model,
+                             raise_on_error=False)
+        assert not bad.success
+        record = store.load(FAILURES, "t__csv-cleaner").stages[SNAPSHOT.name]
+        assert record.reason is ReasonCode.LLM_UNAVAILABLE and record.generator == "llm"
+        _snapshot(with_model, instance, "t__csv-cleaner")
+    assert not store.exists(FAILURES, "t__csv-cleaner")
