@@ -126,17 +126,18 @@ def provenance_metadata(r: SkillRecord) -> dict[str, str | dg.MetadataValue]:
     code_version=asset_code_version(SNAPSHOT),
 )
 def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource,
-                      llm: LLMResource) -> dg.MaterializeResult:
+                      skillhub: SkillHubResource, llm: LLMResource) -> dg.MaterializeResult:
     """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status,
-    and - when a model endpoint is configured - the model's second opinion (it may add a blocking reason with a
-    verified quote, never clear one; disagreements are in the metadata).
+    and - when a model endpoint is configured and the sources' `settings.screen.second_opinion` is on - the model's
+    second opinion (it may add a blocking reason with a verified quote, never clear one; disagreements are in the
+    metadata).
 
     One partition per run on purpose: Dagster 1.13 records a single shared input provenance for a multi-partition
     run, which would break the per-skill staleness this pipeline relies on (README › Design decisions)."""
     store = artifacts.store()
     key = context.partition_key
     record = load_record(latest_snapshot_dir(store.dir(CRAWL)), key)
-    if not llm.offline:
+    if not llm.offline and skillhub.load().settings.screen.second_opinion:
         with stage_run(store, SNAPSHOT, key, "llm", llm.model):
             record = _with_second_opinion(record, llm)
     store.save(SNAPSHOT, key, record)
@@ -153,7 +154,7 @@ def _with_second_opinion(record: SkillRecord, llm: LLMResource) -> SkillRecord:
 def _opinion_metadata(record: SkillRecord) -> dict[str, str | dg.MetadataValue]:
     op = record.second_opinion
     if op is None:
-        return {"second_opinion": "none (offline: no model endpoint configured)"}
+        return {"second_opinion": "none (no model endpoint, or settings.screen.second_opinion is off)"}
     rows = "\n".join(f"| {d.code.value} | {d.kind} | {d.detail.replace('|', '/')[:80]} |" for d in op.disagreements)
     table = "| code | kind | detail |\n|---|---|---|\n" + rows if rows else "the model agrees with the rules"
     return {

@@ -184,19 +184,42 @@ def test_recrawl_observes_only_changed_skills(setup):
         "raw_skill_md_observed"].value == 3
 
 
-def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setup, tmp_path):
-    """With an endpoint configured, the snapshot asks the model once per skill (cached by bundle digest): a
-    verified reason blocks the skill, and the disagreement with the rules is in the materialisation metadata."""
+def _with_opinion(hub, resources, tmp_path, llm: LLMResource) -> dict:
+    """The resources with a model endpoint and the sources' `settings.screen.second_opinion` switched on."""
+    sources = write_sources(tmp_path / "sources-opinion.yaml", [{"name": "t", "kind": "dir", "path": str(hub)}],
+                            tmp_path / "cache", screen={"second_opinion": True})
+    return {**resources, "llm": llm, "skillhub": SkillHubResource(sources_file=str(sources))}
+
+
+def test_an_endpoint_alone_does_not_ask_for_a_second_opinion(setup, tmp_path):
+    """Off by default (its usage is not yet in the run's llm_usage): a configured model is used for planning and
+    tasks only."""
     from tests.support.fake_openai import FakeOpenAI
 
     _hub, resources, instance = setup
+    _crawl(resources, instance)
+    with FakeOpenAI(lambda body: "{}") as srv:
+        llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir="", max_retries=0)
+        res = _snapshot({**resources, "llm": llm}, instance, "t__csv-cleaner")
+        assert srv.count == 0
+    meta = res.asset_materializations_for_node("skillhub_snapshot")[0].metadata
+    assert meta["second_opinion"].value.startswith("none")
+
+
+def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setup, tmp_path):
+    """With an endpoint configured and the opinion on, the snapshot asks the model once per skill (cached by bundle
+    digest): a verified reason blocks the skill, and the disagreement with the rules is in the materialisation
+    metadata."""
+    from tests.support.fake_openai import FakeOpenAI
+
+    hub, resources, instance = setup
     quote = "Normalise CSV files: trim whitespace in every cell"
     answer = json.dumps({"summary": "needs a live feed", "reasons": [
         {"code": "needs_live_service", "file": "SKILL.md", "evidence": quote, "why": "test"}]})
     _crawl(resources, instance)
     with FakeOpenAI(lambda body: answer) as srv:
         llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir=str(tmp_path / "llm"), max_retries=0)
-        with_model = {**resources, "llm": llm}
+        with_model = _with_opinion(hub, resources, tmp_path, llm)
         res = _snapshot(with_model, instance, "t__csv-cleaner")
         _snapshot(with_model, instance, "t__csv-cleaner")
         assert srv.count == 1  # the second run is answered from the second-opinion cache
@@ -216,12 +239,12 @@ def test_a_failed_second_opinion_fails_the_partition_with_its_reason_and_is_clea
     from skill2env_dagster.reasons import ReasonCode
     from tests.support.fake_openai import FakeOpenAI, server_error
 
-    _hub, resources, instance = setup
+    hub, resources, instance = setup
     _crawl(resources, instance)
     store = resources["artifacts"].store()
     with FakeOpenAI(lambda body: json.dumps({"summary": "fine", "reasons": []})) as srv:
         llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir=str(tmp_path / "llm"), max_retries=0)
-        with_model = {**resources, "llm": llm}
+        with_model = _with_opinion(hub, resources, tmp_path, llm)
         srv.enqueue(server_error())
         bad = dg.materialize([raw_skill_md, skillhub_snapshot], selection=[skillhub_snapshot],
                              partition_key="t__csv-cleaner", instance=instance, resources=with_model,
