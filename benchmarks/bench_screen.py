@@ -20,10 +20,11 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_crawl import DOMAIN_WORDS, _body, _vocab  # noqa: E402
-from skill2env_dagster.skillhub.parse import parse_skill_md  # noqa: E402
-from skill2env_dagster.skillhub.rules import DEFAULT_RULES_PATH  # noqa: E402
-from skill2env_dagster.skillhub.screen import ScreenSettings, screen_skill  # noqa: E402
+from bench_crawl import DOMAIN_WORDS, _body, _vocab
+
+from skill2env_dagster.skillhub.parse import parse_skill_md
+from skill2env_dagster.skillhub.screen.engine import ScreenSettings, screen_skill
+from skill2env_dagster.skillhub.screen.rules import DEFAULT_RULES_PATH
 
 Skill = tuple[dict[str, str], dict, str]
 

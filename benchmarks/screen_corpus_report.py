@@ -1,4 +1,14 @@
-"""Screen the shared corpus of real skills and compare with its manual quirk tags.
+"""Screen real skills and score the verdicts: the labelled development set (--set) or the shared corpus.
+
+--set: the hand-labelled development set of benchmarks/screening_set (377 skills from public hubs, read from local
+mirrors; see its README). Prints, for the chosen half (default: test), precision and recall per reason code, the
+issue's targets (credentials-or-live-service recall, hardware recall, malicious recall and false-positive rate among
+benign skills, eligible skills wrongly screened out), the same figures for a naive keyword screen, and the crawl
+time. Errors are listed by id for the tune half only (unless --list-test), so rule authors never read test errors.
+
+    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--list-test]
+
+Without --set: the shared corpus, as follows.
 
 Prints per-code counts, precision/recall of needs_external_account / needs_live_service / needs_hardware /
 persona_only against the manifest tags (needs_credentials:, needs_live_service:, needs_hardware:, persona_only),
@@ -17,12 +27,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "screening_set"))
+
+from evaluate import CODES, Item, Score, load_items, missing_mirrors, score, screen_items, targets
+
 from skill2env_dagster.skillhub.parse import parse_skill_md
-from skill2env_dagster.skillhub.screen import BLOCKING_CODES, ScreenSettings, screen_skill
+from skill2env_dagster.skillhub.screen.engine import BLOCKING_CODES, ScreenSettings, screen_skill
 
 REPO = Path(__file__).resolve().parents[1]
 TAG_TO_CODE = {
@@ -83,12 +98,78 @@ def print_scores(results: list[tuple[str, set[str], set[str], list]], title: str
                 print(f"      {'FP' if code in got else 'FN'} {sid}")
 
 
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:5.1f}%"
+
+
+def _overall(items: list[Item]) -> list[tuple[str, Score, Score]]:
+    """Two overall rows: every (skill, code) pair pooled (micro average), and the decision that matters downstream,
+    screened out (any code) versus eligible."""
+    rows = []
+    for attr in ("got", "naive"):
+        micro = Score()
+        for code in CODES:
+            one = score(items, lambda i, c=code, a=attr: c in getattr(i, a), lambda i, c=code: c in i.labels)
+            micro.tp, micro.fp, micro.fn = micro.tp + one.tp, micro.fp + one.fp, micro.fn + one.fn
+        out = score(items, lambda i, a=attr: bool(getattr(i, a)), lambda i: bool(i.labels))
+        rows.append((micro, out))
+    (rm, ro), (bm, bo) = rows
+    return [("overall: all codes (micro)", rm, bm), ("overall: screened out", ro, bo)]
+
+
+def report_set(half: str, list_errors: bool, source: str | None = None) -> None:
+    items = [i for i in load_items(None if half == "all" else half) if source in (None, i.repo)]
+    absent = missing_mirrors(items)
+    if absent:
+        print(f"screening set skipped: no local mirror for {', '.join(absent)} under $S2E_MIRROR_DIR "
+              "(default /work/.mirror); fetch those repositories to run it")
+        return
+    seconds = screen_items(items)
+    unreadable = [i.id for i in items if i.record is None or not i.record.body]
+    only = f" ({source} only)" if source else ""
+    print(f"screening set{only}, {half} half: {len(items)} skills crawled in {seconds:.2f} s "
+          f"({len(items) / seconds:.0f} skills/s incl. bundle, parse, dedup)")
+    if unreadable:
+        print(f"  {len(unreadable)} entries have no readable SKILL.md body in the mirrors: {unreadable[:5]}")
+    print(f"\n{'code':28s}  n   rules: tp  fp  fn  prec    recall   naive: tp  fp  fn  prec    recall")
+    for code in CODES:
+        n = sum(code in i.labels for i in items)
+        r = score(items, lambda i, c=code: c in i.got, lambda i, c=code: c in i.labels)
+        b = score(items, lambda i, c=code: c in i.naive, lambda i, c=code: c in i.labels)
+        if n or r.fp or b.fp:
+            print(f"{code:28s} {n:3d}  {r.tp:8d} {r.fp:3d} {r.fn:3d}  {_fmt(r.precision)}  {_fmt(r.recall)}"
+                  f"   {b.tp:7d} {b.fp:3d} {b.fn:3d}  {_fmt(b.precision)}  {_fmt(b.recall)}")
+    for name, r, b in _overall(items):
+        print(f"{name:28s} {'':3s}  {r.tp:8d} {r.fp:3d} {r.fn:3d}  {_fmt(r.precision)}  {_fmt(r.recall)}"
+              f"   {b.tp:7d} {b.fp:3d} {b.fn:3d}  {_fmt(b.precision)}  {_fmt(b.recall)}")
+    print(f"\n{'target':32s} {'rules':>16s} {'naive':>16s}   goal")
+    goals = {"credentials_or_live_recall": ">= 85%", "hardware_recall": ">= 80%", "malicious_recall": ">= 95%",
+             "malicious_false_positive_rate": "<= 1%", "eligible_wrongly_screened_out": "<= 10%"}
+    ours, naive = targets(items, "got"), targets(items, "naive")
+    for key, goal in goals.items():
+        print(f"{key:32s} {_fmt(ours[key][0]):>7s} ({ours[key][1]:>7s}) {_fmt(naive[key][0]):>7s} "
+              f"({naive[key][1]:>7s})   {goal}")
+    if list_errors:
+        print("\nerrors (label vs rules):")
+        for i in items:
+            if i.got != i.labels:
+                extra, missed = sorted(i.got - i.labels), sorted(i.labels - i.got)
+                print(f"  {i.id}\n      +{extra} -{missed}  ({i.why})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", action="store_true", help="score the labelled development set instead of the corpus")
+    ap.add_argument("--half", choices=["tune", "test", "all"], default="test")
+    ap.add_argument("--list-test", action="store_true", help="also list ids behind test-half errors")
+    ap.add_argument("--source", help="only the set's entries from this repository (owner/name)")
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     ap.add_argument("--show", action="append", default=[], help="print findings of this code")
     ap.add_argument("--list-held-out", action="store_true", help="also list skill ids behind held-out errors")
     args = ap.parse_args()
+    if args.set:
+        report_set(args.half, list_errors=args.half == "tune" or args.list_test, source=args.source)
+        return
     manifest = json.loads((args.corpus / "manifest.json").read_text())
     settings = ScreenSettings()
     counts: Counter[str] = Counter()

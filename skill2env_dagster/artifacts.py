@@ -53,7 +53,10 @@ SKILLHUB_SCOPE = CodeScope(modules=("skillhub",), data=("screening_rules.yaml",)
 TASK_PROMPTS = ("task_environment.j2", "task_instruction.j2", "task_tests.j2", "task_rubric.j2", "task_solution.j2")
 
 # --- per-skill artifacts (partition key = skill id) ------------------------------------------------------------
-SNAPSHOT = Artifact("skillhub_snapshot", SkillRecord, SKILLHUB_SCOPE)
+# The snapshot adds the model's second opinion when an endpoint is configured (skillhub/screen/opinion.py).
+SNAPSHOT = Artifact("skillhub_snapshot", SkillRecord, CodeScope(
+    modules=("skillhub",), data=("screening_rules.yaml",), prompts=("screen_second_opinion.j2",),
+    model_modules=("llm",), model_settings=True))
 PLANS = Artifact("workflow_plans", WorkflowPlanSet, CodeScope(
     modules=("planning.offline", "planning.llm_planner"), prompts=("plan_workflows.j2",), model_modules=("llm",),
     model_settings=True))

@@ -6,11 +6,14 @@ import dagster as dg
 import pyarrow.parquet as pq
 
 from skill2env_dagster.artifacts import CRAWL, RAW_SKILL_MD, SKILLS_PARTITION, SNAPSHOT
-from skill2env_dagster.assets.common import asset_code_version, skills_partitions
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, stage_run
+from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.skillhub.crawl import crawl
+from skill2env_dagster.skillhub.screen.opinion import OPINION_TEMPLATE, OpinionCache, second_opinion
 from skill2env_dagster.skillhub.snapshot import (
     SKILLS_TABLE,
     latest_snapshot_dir,
@@ -102,7 +105,7 @@ def _observation(r: SkillRecord) -> dg.AssetObservation:
     )
 
 
-def provenance_metadata(r: SkillRecord) -> dict[str, object]:
+def provenance_metadata(r: SkillRecord) -> dict[str, str | dg.MetadataValue]:
     """Where a skill came from, as every per-skill asset shows it: the SKILL.md path and source commit."""
     return {
         "skill_md": dg.MetadataValue.path(str(Path(r.abs_path) / r.skill_file)),
@@ -122,17 +125,43 @@ def provenance_metadata(r: SkillRecord) -> dict[str, object]:
     owners=OWNERS,
     code_version=asset_code_version(SNAPSHOT),
 )
-def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
-    """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status.
+def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource,
+                      skillhub: SkillHubResource, llm: LLMResource) -> dg.MaterializeResult:
+    """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status,
+    and - when a model endpoint is configured and the sources' `settings.screen.second_opinion` is on - the model's
+    second opinion (it may add a blocking reason with a verified quote, never clear one; disagreements are in the
+    metadata).
 
     One partition per run on purpose: Dagster 1.13 records a single shared input provenance for a multi-partition
     run, which would break the per-skill staleness this pipeline relies on (README › Design decisions)."""
     store = artifacts.store()
     key = context.partition_key
     record = load_record(latest_snapshot_dir(store.dir(CRAWL)), key)
+    if not llm.offline and skillhub.load().settings.screen.second_opinion:
+        with stage_run(store, SNAPSHOT, key, "llm", llm.model):
+            record = _with_second_opinion(record, llm)
     store.save(SNAPSHOT, key, record)
     context.log.info("skill=%s status=%s reasons=%s", key, record.status.value, [c.value for c in record.reasons])
     return _snapshot_result(record)
+
+
+def _with_second_opinion(record: SkillRecord, llm: LLMResource) -> SkillRecord:
+    cache = OpinionCache(Path(llm.cache_dir) / "second_opinion" if llm.cache_dir else None)
+    return second_opinion(record, llm.client(), model=llm.model, cache=cache,
+                          prompt_version=prompt_version(OPINION_TEMPLATE, llm.fingerprint()))
+
+
+def _opinion_metadata(record: SkillRecord) -> dict[str, str | dg.MetadataValue]:
+    op = record.second_opinion
+    if op is None:
+        return {"second_opinion": "none (no model endpoint, or settings.screen.second_opinion is off)"}
+    rows = "\n".join(f"| {d.code.value} | {d.kind} | {d.detail.replace('|', '/')[:80]} |" for d in op.disagreements)
+    table = "| code | kind | detail |\n|---|---|---|\n" + rows if rows else "the model agrees with the rules"
+    return {
+        "second_opinion": f"{op.model} ({'cached' if op.cached else 'called'}): {op.summary}"[:300],
+        "second_opinion_added": dg.MetadataValue.json([c.value for c in op.added]),
+        "second_opinion_disagreements": dg.MetadataValue.md(table),
+    }
 
 
 def _snapshot_result(record: SkillRecord) -> dg.MaterializeResult:
@@ -152,5 +181,6 @@ def _snapshot_result(record: SkillRecord) -> dg.MaterializeResult:
             "evidence": dg.MetadataValue.md(
                 "| code | rule | where | text |\n|---|---|---|---|\n" + findings if findings else "no findings"
             ),
+            **_opinion_metadata(record),
         },
     )

@@ -12,6 +12,10 @@ from skill2env_dagster.reasons import ReasonCode
 SCHEMA_VERSION = 1
 
 
+FileKind = Literal["text", "binary", "symlink"]
+FrontmatterStatus = Literal["ok", "missing", "invalid_yaml", "fallback"]
+
+
 class SkillStatus(StrEnum):
     ELIGIBLE = "eligible"
     SCREENED_OUT = "screened_out"
@@ -26,9 +30,10 @@ class FileEntry(BaseModel):
 
     rel_path: str = Field(description="Path relative to the skill folder, POSIX separators.")
     size: int = Field(ge=0)
-    sha256: str = Field(description="SHA-256 of the bytes (of the link target text for symlinks).")
-    kind: Literal["text", "binary", "symlink"]
-    symlink_target: str | None = None
+    sha256: str = Field(description="SHA-256 of the bytes (of the link text for symlinks that are not followed).")
+    kind: FileKind
+    symlink_target: str | None = Field(default=None, description="The link text of a symlink. A SKILL.md symlink "
+                                       "followed under the in-source policy keeps it, with kind/sha256 of the target.")
     refused: ReasonCode | None = Field(default=None, description="Why this file was not read, if it was not.")
 
 
@@ -42,6 +47,43 @@ class Finding(BaseModel):
     file: str = Field(description="File relative to the skill folder ('' for the skill as a whole).")
     line: int = Field(ge=0, description="1-based line number; 0 when the finding is not tied to a line.")
     text: str = Field(description="The matched text, truncated to 200 characters.")
+
+
+class OpinionReason(BaseModel):
+    """One blocking reason the model gave, with a quote verified to occur in the skill (file, line)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: ReasonCode
+    file: str
+    line: int = Field(ge=0)
+    evidence: str = Field(description="The model's quote, as found in the file.")
+    why: str
+
+
+class Disagreement(BaseModel):
+    """Where the model and the rules differ: the verdict keeps the rules' blocking codes and adds the model's
+    verified ones, and every difference is recorded here (and shown in the asset's metadata)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: ReasonCode
+    kind: Literal["rules_only", "model_only", "unverified_evidence"]
+    detail: str
+
+
+class SecondOpinion(BaseModel):
+    """The model's second opinion on a screening verdict (present only when an endpoint is configured)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    prompt_version: str
+    cached: bool = Field(description="Answered from the second-opinion cache (same bundle digest and prompt).")
+    summary: str = ""
+    reasons: list[OpinionReason] = Field(default_factory=list, description="The model's verified reasons.")
+    added: list[ReasonCode] = Field(default_factory=list, description="Blocking codes only the model found.")
+    disagreements: list[Disagreement] = Field(default_factory=list)
 
 
 class SkillRecord(BaseModel):
@@ -63,7 +105,7 @@ class SkillRecord(BaseModel):
     license: str | None = None
     domain: str = Field(default="general", description="Coarse domain guessed from the skill's vocabulary.")
     frontmatter: dict[str, Any] = Field(default_factory=dict)
-    frontmatter_status: Literal["ok", "missing", "invalid_yaml", "fallback"] = "ok"
+    frontmatter_status: FrontmatterStatus = "ok"
     body: str = ""
     files: list[FileEntry] = Field(default_factory=list)
     bundle_digest: str = Field(description="SHA-256 over sorted (relative path, file digest) pairs.")
@@ -75,6 +117,8 @@ class SkillRecord(BaseModel):
     duplicate_of: str | None = None
     nested_skills: list[str] = Field(default_factory=list, description="Skill ids found inside this folder.")
     fixture_of: str | None = Field(default=None, description="Set when this skill is a test fixture of another.")
+    second_opinion: SecondOpinion | None = Field(default=None, description="The model's second opinion, when an "
+                                                 "endpoint is configured (skillhub_snapshot).")
 
     @property
     def is_eligible(self) -> bool:

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from skill2env_dagster.reasons import InputError, ReasonCode
-from skill2env_dagster.skillhub.screen import ScreenSettings
+from skill2env_dagster.skillhub.screen.engine import ScreenSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SOURCES_FILE = REPO_ROOT / "config" / "sources.yaml"

@@ -16,22 +16,28 @@ from pathlib import Path
 
 from skill2env_dagster.models.skill import Finding, SkillRecord, SkillStatus
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
-from skill2env_dagster.skillhub.bundle import printable_path, read_bundle
-from skill2env_dagster.skillhub.config import CrawlSettings, SourcesConfig, SourceSpec, dir_sources
+from skill2env_dagster.skillhub.config import (
+    CrawlSettings,
+    SourcesConfig,
+    SourceSpec,
+    dir_sources,
+)
 from skill2env_dagster.skillhub.dedup import DedupItem, body_hash, find_duplicates
-from skill2env_dagster.skillhub.discover import FoundSkill, discover_skills
 from skill2env_dagster.skillhub.domain import guess_domain
-from skill2env_dagster.skillhub.ids import unique_ids
 from skill2env_dagster.skillhub.parse import parse_skill_md
-from skill2env_dagster.skillhub import screen
-from skill2env_dagster.skillhub.screen import screen_skill
-from skill2env_dagster.skillhub.sources import ResolvedSource, resolve_source
+from skill2env_dagster.skillhub.screen import engine as screen
+from skill2env_dagster.skillhub.screen.engine import screen_skill
+from skill2env_dagster.skillhub.sources.bundle import printable_path, read_bundle
+from skill2env_dagster.skillhub.sources.discover import FoundSkill, discover_skills
+from skill2env_dagster.skillhub.sources.ids import unique_ids
+from skill2env_dagster.skillhub.sources.resolve import ResolvedSource, resolve_source
 from skill2env_dagster.store import canonical_json, sha256_bytes
 
 log = logging.getLogger(__name__)
 
 # The screen's own blocking codes, plus the bundle problems that make a skill unsafe or too big to use.
-BLOCKING_CODES = screen.BLOCKING_CODES | {ReasonCode.SYMLINK_ESCAPE, ReasonCode.SKILL_TOO_LARGE, ReasonCode.TOO_MANY_FILES}
+BLOCKING_CODES = screen.BLOCKING_CODES | {
+    ReasonCode.SYMLINK_ESCAPE, ReasonCode.SKILL_TOO_LARGE, ReasonCode.TOO_MANY_FILES}
 # Of the screen's informational codes, licence_unknown is listed among reasons (the issue asks for it to be
 # recorded); the rest stay evidence only.
 EVIDENCE_ONLY_CODES = screen.INFO_CODES - {ReasonCode.LICENCE_UNKNOWN}
@@ -142,7 +148,7 @@ def _run_jobs(jobs: list[_Job]) -> list[SkillRecord]:
     else:
         with ProcessPoolExecutor(max_workers=min(4, os.cpu_count() or 2)) as pool:
             records = list(pool.map(build_record, jobs, chunksize=64))
-    for r, j in zip(records, jobs):
+    for r, j in zip(records, jobs, strict=True):
         r.nested_skills = list(j.nested_ids)
     return records
 
@@ -151,7 +157,7 @@ def build_record(job: _Job) -> SkillRecord:
     """One skill folder → its record; never raises (an unexpected error becomes `invalid/internal_error`)."""
     try:
         return _build(job)
-    except Exception as e:  # noqa: BLE001 — one skill's bug must not lose the crawl
+    except Exception as e:
         log.exception("skill %s: internal error", job.skill_id)
         rec = _base_record(job, digest="", files=[])
         rec.status, rec.reasons = SkillStatus.INVALID, [ReasonCode.INTERNAL_ERROR]
@@ -180,7 +186,8 @@ def _build(job: _Job) -> SkillRecord:
         return _finish(rec, [ReasonCode.UNREADABLE], [Finding(code=ReasonCode.UNREADABLE, rule="crawl", file="",
                                                               line=0, text="skill folder name is not UTF-8")])
     bundle = read_bundle(folder, max_file_bytes=s.max_file_bytes, max_skill_bytes=s.max_skill_bytes,
-                         max_files=s.max_files, exclude={(job.source.root / rel).resolve() for rel in job.exclude})
+                         max_files=s.max_files, exclude={(job.source.root / rel).resolve() for rel in job.exclude},
+                         skill_file=job.found.skill_file, link_root=job.source.root)
     rec = _base_record(job, bundle.digest, bundle.files)
     if job.found.is_fixture and not job.source.spec.include_fixtures:
         rec.status, rec.reasons = SkillStatus.SCREENED_OUT, [ReasonCode.TEST_FIXTURE]
@@ -195,8 +202,11 @@ def _build(job: _Job) -> SkillRecord:
         entry = next((e for e in bundle.files if e.rel_path == job.found.skill_file), None)
         code = entry.refused if entry and entry.refused else ReasonCode.NOT_UTF8
         reasons.append(code)
-        findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0, text="SKILL.md unreadable"))
-        rec.status = SkillStatus.INVALID
+        if code not in {c for c, _ in bundle.problems}:
+            findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0,
+                                    text="SKILL.md unreadable"))
+        # A SKILL.md linking out of the source is a refusal of policy, not a broken skill.
+        rec.status = SkillStatus.SCREENED_OUT if code == ReasonCode.SYMLINK_ESCAPE else SkillStatus.INVALID
         return _finish(rec, reasons, findings)
     folder_name = Path(job.found.rel_path).name if job.found.rel_path != "." else folder.name
     parsed = parse_skill_md(text, folder_name)

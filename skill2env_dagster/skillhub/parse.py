@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from skill2env_dagster.models.skill import FrontmatterStatus
 from skill2env_dagster.reasons import ReasonCode
 
 SPEC_KEYS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
@@ -29,7 +30,7 @@ _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$")
 @dataclass
 class ParsedSkill:
     frontmatter: dict[str, Any]
-    status: str  # ok | missing | invalid_yaml | fallback
+    status: FrontmatterStatus
     name: str | None
     description: str | None
     license: str | None
@@ -57,8 +58,9 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
     return None, text, 1
 
 
-def _fallback_from_body(body: str) -> tuple[str | None, str | None]:
-    """No frontmatter: name from the first H1, description from a `description:` line or the first paragraph."""
+def fallback_from_body(body: str) -> tuple[str | None, str | None]:
+    """No usable frontmatter: name from the first H1, description from a `description:` line or the first
+    paragraph. The screen uses it too, so a skill with broken YAML still has an identity."""
     name = desc = None
     for line in body.split("\n"):
         if name is None and (m := _H1.match(line)):
@@ -66,7 +68,9 @@ def _fallback_from_body(body: str) -> tuple[str | None, str | None]:
         if desc is None and (m := _DESC_LINE.match(line)):
             desc = m.group(1).strip().strip("*").strip()
     if desc is None:
-        para = [ln.strip() for ln in body.split("\n\n", 3)[1 if name else 0].split("\n") if ln.strip()]
+        blocks = body.split("\n\n", 3)
+        block = blocks[1] if name and len(blocks) > 1 else blocks[0]
+        para = [ln.strip() for ln in block.split("\n") if ln.strip()]
         candidate = " ".join(p for p in para if not p.startswith(("#", "```", "|", "-", "*")))
         desc = candidate or None
     return name, desc
@@ -108,7 +112,7 @@ def parse_skill_md(text: str, folder_name: str) -> ParsedSkill:
 
 
 def _parse_without_frontmatter(body: str, folder_name: str) -> ParsedSkill:
-    name, desc = _fallback_from_body(body)
+    name, desc = fallback_from_body(body)
     parsed = ParsedSkill({}, "fallback" if desc else "missing", name, desc, None, body, 1)
     parsed.warnings.append("no_frontmatter")
     if not desc:

@@ -10,17 +10,22 @@ import hashlib
 import json
 import shutil
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.models.snapshot import SnapshotDiff, SnapshotManifest
 from skill2env_dagster.reasons import ReasonCode, StoreError
 from skill2env_dagster.skillhub.crawl import CrawlResult
-from skill2env_dagster.store import atomic_replace_dir, atomic_write_text, read_model, write_model
+from skill2env_dagster.store import (
+    atomic_replace_dir,
+    atomic_write_text,
+    read_model,
+    write_model,
+)
 
 SKILLS_TABLE = "skills.parquet"
 
@@ -35,20 +40,8 @@ _SCHEMA = pa.schema([
 ])
 
 
-class SnapshotManifest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    snapshot_id: str
-    created_at: str
-    n_skills: int
-    status_counts: dict[str, int]
-    reason_counts: dict[str, int]
-    sources: list[dict] = Field(description="Per source: name, kind, uri, commit, skills, error.")
-    seconds: dict[str, float]
-
-
 def skills_table(records: list[SkillRecord]) -> pa.Table:
-    rows = {name: [] for name in _SCHEMA.names}
+    rows: dict[str, list[object]] = {name: [] for name in _SCHEMA.names}
     for r in records:
         values = {
             "skill_id": r.skill_id, "source": r.source, "source_kind": r.source_kind,
@@ -71,7 +64,7 @@ def manifest_of(result: CrawlResult) -> SnapshotManifest:
         for c in r.reasons:
             reasons[c.value] = reasons.get(c.value, 0) + 1
     return SnapshotManifest(
-        snapshot_id=result.snapshot_id(), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        snapshot_id=result.snapshot_id(), created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         n_skills=len(result.records), status_counts=result.status_counts(), reason_counts=dict(sorted(reasons.items())),
         sources=[vars(s) for s in result.sources], seconds={k: round(v, 3) for k, v in result.seconds.items()},
     )
@@ -142,19 +135,6 @@ def fingerprint(bundle_digest: str, status: str, reasons: list[str], duplicate_o
 def record_fingerprint(r: SkillRecord) -> str:
     return fingerprint(r.bundle_digest, r.status.value, [c.value for c in r.reasons], r.duplicate_of, r.name,
                        r.description)
-
-
-class SnapshotDiff(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    added: list[str] = Field(default_factory=list)
-    changed: list[str] = Field(default_factory=list)
-    removed: list[str] = Field(default_factory=list)
-    eligible: list[str] = Field(default_factory=list, description="Ids whose current status is eligible.")
-
-    @property
-    def touched(self) -> list[str]:
-        return sorted(set(self.added) | set(self.changed))
 
 
 def _fingerprints(snapshot_dir: Path) -> dict[str, tuple[str, str]]:

@@ -3,7 +3,7 @@ and the change sensor requesting exactly the new/changed partitions."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
 
 import dagster as dg
 import pytest
@@ -13,7 +13,7 @@ from dagster._core.loader import LoadingContextForTest
 from skill2env_dagster.artifacts import SNAPSHOT
 from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
 from skill2env_dagster.definitions import build_defs
-from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from tests.support.hub import make_hub, write_skill, write_sources
@@ -29,6 +29,7 @@ def setup(tmp_path):
     resources = {
         "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
         "skillhub": SkillHubResource(sources_file=str(sources)),
+        "llm": LLMResource(cache_dir=""),  # offline: no second opinion
     }
     return hub, resources, dg.DagsterInstance.ephemeral()
 
@@ -54,7 +55,7 @@ def _stale(instance, resources, key):
 
 
 def test_crawl_adds_partitions_and_observes_raw_skill_md(setup):
-    hub, resources, instance = setup
+    _hub, resources, instance = setup
     _crawl(resources, instance)
     keys = sorted(instance.get_dynamic_partitions("skills"))
     assert keys == ["t__csv-cleaner", "t__log-counter", "t__unit-converter"]
@@ -84,7 +85,7 @@ def test_only_changed_skill_becomes_stale_and_removed_skill_loses_partition(setu
 
 
 def test_snapshot_writes_record_and_metadata(setup, tmp_path):
-    hub, resources, instance = setup
+    _hub, resources, instance = setup
     _crawl(resources, instance)
     res = _snapshot(resources, instance, "t__csv-cleaner")
     mat = res.asset_materializations_for_node("skillhub_snapshot")[0]
@@ -146,7 +147,7 @@ def test_git_source_two_commits_new_data_versions_only_for_changed(tmp_path):
     sources = write_sources(tmp_path / "sources.yaml", [{"name": "g", "kind": "git", "url": str(bare), "ref": "main"}],
                             tmp_path / "cache")
     resources = {"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-                 "skillhub": SkillHubResource(sources_file=str(sources))}
+                 "skillhub": SkillHubResource(sources_file=str(sources)), "llm": LLMResource(cache_dir="")}
     instance = dg.DagsterInstance.ephemeral()
 
     def versions() -> dict[str, tuple[str, str]]:
@@ -181,3 +182,75 @@ def test_recrawl_observes_only_changed_skills(setup):
     fresh = dg.DagsterInstance.ephemeral()  # a new instance has seen nothing: it observes every skill
     assert _crawl(resources, fresh).asset_materializations_for_node("skillhub_crawl")[0].metadata[
         "raw_skill_md_observed"].value == 3
+
+
+def _with_opinion(hub, resources, tmp_path, llm: LLMResource) -> dict:
+    """The resources with a model endpoint and the sources' `settings.screen.second_opinion` switched on."""
+    sources = write_sources(tmp_path / "sources-opinion.yaml", [{"name": "t", "kind": "dir", "path": str(hub)}],
+                            tmp_path / "cache", screen={"second_opinion": True})
+    return {**resources, "llm": llm, "skillhub": SkillHubResource(sources_file=str(sources))}
+
+
+def test_an_endpoint_alone_does_not_ask_for_a_second_opinion(setup, tmp_path):
+    """Off by default (its usage is not yet in the run's llm_usage): a configured model is used for planning and
+    tasks only."""
+    from tests.support.fake_openai import FakeOpenAI
+
+    _hub, resources, instance = setup
+    _crawl(resources, instance)
+    with FakeOpenAI(lambda body: "{}") as srv:
+        llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir="", max_retries=0)
+        res = _snapshot({**resources, "llm": llm}, instance, "t__csv-cleaner")
+        assert srv.count == 0
+    meta = res.asset_materializations_for_node("skillhub_snapshot")[0].metadata
+    assert meta["second_opinion"].value.startswith("none")
+
+
+def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setup, tmp_path):
+    """With an endpoint configured and the opinion on, the snapshot asks the model once per skill (cached by bundle
+    digest): a verified reason blocks the skill, and the disagreement with the rules is in the materialisation
+    metadata."""
+    from tests.support.fake_openai import FakeOpenAI
+
+    hub, resources, instance = setup
+    quote = "Normalise CSV files: trim whitespace in every cell"
+    answer = json.dumps({"summary": "needs a live feed", "reasons": [
+        {"code": "needs_live_service", "file": "SKILL.md", "evidence": quote, "why": "test"}]})
+    _crawl(resources, instance)
+    with FakeOpenAI(lambda body: answer) as srv:
+        llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir=str(tmp_path / "llm"), max_retries=0)
+        with_model = _with_opinion(hub, resources, tmp_path, llm)
+        res = _snapshot(with_model, instance, "t__csv-cleaner")
+        _snapshot(with_model, instance, "t__csv-cleaner")
+        assert srv.count == 1  # the second run is answered from the second-opinion cache
+    meta = res.asset_materializations_for_node("skillhub_snapshot")[0].metadata
+    assert meta["status"].value == "screened_out"
+    assert "needs_live_service | model_only" in meta["second_opinion_disagreements"].value
+    assert meta["second_opinion_added"].value == ["needs_live_service"]
+    store = resources["artifacts"].store()
+    rec = store.load(SNAPSHOT, "t__csv-cleaner")
+    assert rec.second_opinion is not None and rec.second_opinion.reasons[0].evidence == quote
+
+
+def test_a_failed_second_opinion_fails_the_partition_with_its_reason_and_is_cleared_on_success(setup, tmp_path):
+    """The model's failure is recorded like every model-backed stage's (stage_run): the export and the funnel see
+    why; the next successful run clears the record."""
+    from skill2env_dagster.artifacts import FAILURES
+    from skill2env_dagster.reasons import ReasonCode
+    from tests.support.fake_openai import FakeOpenAI, server_error
+
+    hub, resources, instance = setup
+    _crawl(resources, instance)
+    store = resources["artifacts"].store()
+    with FakeOpenAI(lambda body: json.dumps({"summary": "fine", "reasons": []})) as srv:
+        llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir=str(tmp_path / "llm"), max_retries=0)
+        with_model = _with_opinion(hub, resources, tmp_path, llm)
+        srv.enqueue(server_error())
+        bad = dg.materialize([raw_skill_md, skillhub_snapshot], selection=[skillhub_snapshot],
+                             partition_key="t__csv-cleaner", instance=instance, resources=with_model,
+                             raise_on_error=False)
+        assert not bad.success
+        record = store.load(FAILURES, "t__csv-cleaner").stages[SNAPSHOT.name]
+        assert record.reason is ReasonCode.LLM_UNAVAILABLE and record.generator == "llm"
+        _snapshot(with_model, instance, "t__csv-cleaner")
+    assert not store.exists(FAILURES, "t__csv-cleaner")

@@ -59,8 +59,9 @@ def init_repo(work: Path) -> None:
     git(work, "init", "-q", "-b", "main")
 
 
-def write_sources(path: Path, sources: list[dict], cache_dir: Path) -> Path:
+def write_sources(path: Path, sources: list[dict], cache_dir: Path, screen: dict | None = None) -> Path:
     import yaml
 
-    path.write_text(yaml.safe_dump({"sources": sources, "settings": {"cache_dir": str(cache_dir)}}))
+    settings: dict = {"cache_dir": str(cache_dir), **({"screen": screen} if screen else {})}
+    path.write_text(yaml.safe_dump({"sources": sources, "settings": settings}))
     return path

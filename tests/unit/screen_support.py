@@ -7,7 +7,7 @@ from pathlib import Path
 from skill2env_dagster.models.skill import Finding
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.skillhub.parse import parse_skill_md
-from skill2env_dagster.skillhub.screen import ScreenSettings, screen_skill
+from skill2env_dagster.skillhub.screen.engine import ScreenSettings, screen_skill
 
 SKILL_FILES = ("SKILL.md", "skill.md", "Skill.md")
 SCREEN_CODES = frozenset({

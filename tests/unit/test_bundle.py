@@ -3,7 +3,7 @@
 import os
 
 from skill2env_dagster.reasons import ReasonCode
-from skill2env_dagster.skillhub.bundle import read_bundle
+from skill2env_dagster.skillhub.sources.bundle import read_bundle
 
 LIMITS = dict(max_file_bytes=1000, max_skill_bytes=5000, max_files=50)
 

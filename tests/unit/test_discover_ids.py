@@ -1,7 +1,7 @@
 """Discovery of skill folders (nested, fixtures, case variants) and stable skill ids."""
 
-from skill2env_dagster.skillhub.discover import discover_skills
-from skill2env_dagster.skillhub.ids import skill_id, unique_ids
+from skill2env_dagster.skillhub.sources.discover import discover_skills
+from skill2env_dagster.skillhub.sources.ids import skill_id, unique_ids
 
 
 def _mk(p, name="SKILL.md"):

@@ -9,6 +9,8 @@ import pytest
 import skill2env_dagster
 
 DOMAIN_PACKAGES = ["models", "skillhub", "planning", "llm", "tasks", "gates", "probe", "export"]
+# Scripts copied into task images and run there (they read container paths at import): not host modules.
+CONTAINER_SIDE = ("skill2env_dagster.tasks.standins.",)
 
 
 def _modules() -> list[str]:
@@ -16,7 +18,8 @@ def _modules() -> list[str]:
     for pkg in DOMAIN_PACKAGES:
         path = [f"{skill2env_dagster.__path__[0]}/{pkg}"]
         names.append(f"skill2env_dagster.{pkg}")
-        names += [f"skill2env_dagster.{pkg}.{m.name}" for m in pkgutil.walk_packages(path) if not m.ispkg]
+        names += [m.name for m in pkgutil.walk_packages(path, prefix=f"skill2env_dagster.{pkg}.")
+                  if not m.ispkg and not m.name.startswith(CONTAINER_SIDE)]
     return names
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from skill2env_dagster.reasons import ReasonCode
-from skill2env_dagster.skillhub.screen import ScreenSettings, screen_skill
+from skill2env_dagster.skillhub.screen.engine import ScreenSettings, screen_skill
 from tests.unit.screen_support import read_skill
 
 pytestmark = pytest.mark.corpus
@@ -44,7 +44,7 @@ def test_corpus_trigger_prechecks_never_hide_a_match(corpus_dir, corpus_manifest
     """The Aho-Corasick trigger pre-check is only a speed-up: without triggers every real skill screens the same."""
     import yaml
 
-    from skill2env_dagster.skillhub.rules import DEFAULT_RULES_PATH
+    from skill2env_dagster.skillhub.screen.rules import DEFAULT_RULES_PATH
     raw = yaml.safe_load(DEFAULT_RULES_PATH.read_text())
     for rule in raw["rules"]:
         rule.pop("triggers", None)

@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from skill2env_dagster.reasons import ReasonCode
-from skill2env_dagster.skillhub.rules import DEFAULT_RULES_PATH
-from skill2env_dagster.skillhub.screen import ScreenSettings, blocking_codes, screen_skill
+from skill2env_dagster.skillhub.screen.engine import ScreenSettings, blocking_codes, screen_skill
+from skill2env_dagster.skillhub.screen.rules import DEFAULT_RULES_PATH
 from tests.unit.screen_support import SCREEN_CODES, read_skill
 
 
@@ -64,7 +64,7 @@ def test_trigger_prechecks_never_hide_a_match(examples_dir, tmp_path):
 
 def test_broken_rule_book_is_a_clear_error(tmp_path):
     from skill2env_dagster.reasons import InputError
-    from skill2env_dagster.skillhub.rules import load_rule_book
+    from skill2env_dagster.skillhub.screen.rules import load_rule_book
     raw = yaml.safe_load(DEFAULT_RULES_PATH.read_text())
     raw["rules"][0]["pattern"] = "(unclosed"
     bad = tmp_path / "bad.yaml"

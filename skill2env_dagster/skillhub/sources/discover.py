@@ -21,6 +21,7 @@ class FoundSkill:
     skill_file: str
     parent_rel_path: str | None  # nearest enclosing skill folder
     is_fixture: bool
+    skill_file_link: str | None = None  # the link text when SKILL.md itself is a symlink (policy: crawl.py)
 
 
 def _skill_file_in(names: list[str]) -> str | None:
@@ -35,7 +36,7 @@ def _walk_skill_dirs(root: Path) -> dict[str, str]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         skill_file = _skill_file_in(filenames)
-        if skill_file and not os.path.islink(os.path.join(dirpath, skill_file)):
+        if skill_file:
             rel = os.path.relpath(dirpath, root)
             found[PurePosixPath(*Path(rel).parts).as_posix() if rel != "." else "."] = skill_file
     return found
@@ -52,7 +53,9 @@ def _nearest_parent(rel: str, skill_dirs: set[str]) -> str | None:
 
 
 def discover_skills(root: Path) -> list[FoundSkill]:
-    """All folders holding a SKILL.md (any case), sorted by path; a SKILL.md that is itself a symlink is ignored."""
+    """All folders holding a SKILL.md (any case), sorted by path. A SKILL.md that is itself a symlink is found too
+    (hubs share one skill between agent folders that way); `skill_file_link` carries the link so the crawl can apply
+    its in-repository policy instead of the skill silently going missing."""
     skill_dirs = _walk_skill_dirs(root)
     keys = set(skill_dirs)
     out: list[FoundSkill] = []
@@ -60,13 +63,16 @@ def discover_skills(root: Path) -> list[FoundSkill]:
         parent = _nearest_parent(rel, keys)
         inner = PurePosixPath(rel).relative_to(parent).parts if parent not in (None, ".") else PurePosixPath(rel).parts
         is_fixture = parent is not None and any(p.lower() in FIXTURE_SEGMENTS for p in inner[:-1])
+        folder = root / rel if rel != "." else root
+        link = folder / skill_dirs[rel]
         out.append(
             FoundSkill(
-                folder=root / rel if rel != "." else root,
+                folder=folder,
                 rel_path=rel,
                 skill_file=skill_dirs[rel],
                 parent_rel_path=parent,
                 is_fixture=is_fixture,
+                skill_file_link=os.readlink(link) if link.is_symlink() else None,
             )
         )
     return out

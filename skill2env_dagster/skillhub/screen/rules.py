@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from skill2env_dagster.reasons import InputError, ReasonCode
 
-DEFAULT_RULES_PATH = Path(__file__).resolve().parent.parent / "data" / "screening_rules.yaml"
+DEFAULT_RULES_PATH = Path(__file__).resolve().parents[2] / "data" / "screening_rules.yaml"
 
 _DEFAULT_KEY = str(DEFAULT_RULES_PATH)
 
@@ -46,9 +46,12 @@ class Rule(_Strict):
     code: ReasonCode
     description: str
     pattern: str
-    weight: float = Field(default=1.0, ge=-1.0, le=1.0, description="Contribution to the code's score; a negative "
-                          "weight is counter-evidence (lowers the score, never reported as a finding).")
+    weight: float = Field(default=1.0, ge=-1.0, le=2.0, description="Contribution to the code's score; a negative "
+                          "weight is counter-evidence (lowers the score, never reported as a finding); a weight "
+                          "above 1 is conclusive even from a supporting file (scoring.<code>.other_files).")
     quotable: bool = Field(default=False, description="Hits quoted in a detection context are ignored.")
+    prose_only: bool = Field(default=False, description="Only Markdown/text files are searched: a directive to the "
+                                                         "agent is prose it reads, not a code comment or string.")
     case_sensitive: bool = False
     trusted_hosts: bool = Field(default=False, description="Hits whose URL host is a trusted installer are ignored.")
     unless: str | None = Field(default=None, description="A hit is ignored when its line matches this regex.")
@@ -58,6 +61,13 @@ class Rule(_Strict):
     near_window: int = Field(default=0, ge=0, le=20)
     triggers: list[str] = Field(default_factory=list, description="Lower-case substrings, one of which every match "
                                 "contains; only lines holding one are searched.")
+    also_codes: list[ReasonCode] = Field(default_factory=list, description="Codes the same hit is also evidence "
+                                         "for, with the same weight (one search, several verdicts).")
+    under_heading: str | None = Field(default=None, description="A hit counts only on a line whose section (the "
+                                      "Markdown headings above it, joined) matches this regex.")
+    identity_context: bool = Field(default=True, description="Quotable rules: a skill whose own name/description "
+                                   "declares a defensive purpose quotes attack text in code/tables/lists as "
+                                   "patterns. Off for rules whose hits are never mere patterns.")
 
     @field_validator("triggers")
     @classmethod
@@ -80,6 +90,13 @@ class Rule(_Strict):
             raise ValueError(f"code {v.value} is not decided by line rules")
         return v
 
+    @field_validator("also_codes")
+    @classmethod
+    def _line_codes(cls, v: list[ReasonCode]) -> list[ReasonCode]:
+        for c in v:
+            cls._line_code(c)
+        return v
+
     def compiled(self) -> CompiledRule:
         flags = 0 if self.case_sensitive else re.IGNORECASE
         return CompiledRule(
@@ -88,17 +105,20 @@ class Rule(_Strict):
             unless=_compile(self.unless, re.IGNORECASE) if self.unless else None,
             unless_skill=_compile(self.unless_skill, re.IGNORECASE) if self.unless_skill else None,
             near=tuple(_compile(n, re.IGNORECASE) for n in self.near),
+            under_heading=_compile(self.under_heading, re.IGNORECASE) if self.under_heading else None,
         )
 
 
 class CompiledRule:
     """A rule with its regexes compiled once per process."""
 
-    __slots__ = ("rule", "rx", "unless", "unless_skill", "near", "triggers")
+    __slots__ = ("near", "rule", "rx", "triggers", "under_heading", "unless", "unless_skill")
 
     def __init__(self, rule: Rule, rx: re.Pattern[str], unless: re.Pattern[str] | None,
-                 near: tuple[re.Pattern[str], ...], unless_skill: re.Pattern[str] | None = None) -> None:
+                 near: tuple[re.Pattern[str], ...], unless_skill: re.Pattern[str] | None = None,
+                 under_heading: re.Pattern[str] | None = None) -> None:
         self.rule, self.rx, self.unless, self.near, self.unless_skill = rule, rx, unless, near, unless_skill
+        self.under_heading = under_heading
         self.triggers = tuple(rule.triggers)
 
 
@@ -109,13 +129,79 @@ class ContextSpec(_Strict):
     reassurance: str
     fixture_paths: str
     data_files: str
+    defensive_identity: str = Field(description="A skill whose name/description matches declares a detection, "
+                                    "defence or teaching purpose (see Rule.identity_context).")
+    instruction_headings: str = Field(description="Sections that instruct (setup, prerequisites, installation): "
+                                      "a defensive identity never turns text there into a quotation.")
+    code_files: str = Field(description="Executable code (scripts the agent may run). Other supporting files - docs, "
+                            "references, Dockerfiles, configs - weigh scoring.<code>.doc_files when a code sets it.")
 
 
 class CodeScoring(_Strict):
     threshold: float = Field(gt=0)
     other_files: float = Field(ge=0, le=1.0, description="Weight of hits outside SKILL.md.")
+    doc_files: float | None = Field(default=None, ge=0, le=1.0, description="Weight of hits in supporting files that "
+                                    "are not code (context.code_files); None: other_files for every file.")
     other_files_cap: float | None = Field(default=None, ge=0, description="Most that evidence found only outside "
                                           "SKILL.md may add to the score (None: no cap).")
+
+
+class RequirementRule(_Strict):
+    """A stated requirement in the frontmatter (`requires.env`, `metadata.<hub>.requires.mcp`, ...) of one kind
+    whose item (env var name, MCP server, binary) matches `name`."""
+
+    id: str = Field(pattern=r"^[a-z]+\.[a-z0-9_]+$")
+    code: ReasonCode
+    kind: Literal["env", "mcp", "bins", "os"]
+    name: str
+    unless_any: str | None = Field(default=None, description="The rule is off when any stated item of its kind "
+                                                             "matches this regex (an OS list that includes linux).")
+    weight: float = Field(gt=0, le=1.0)
+    description: str
+
+
+class RequirementsSpec(_Strict):
+    description: str
+    kinds: dict[Literal["env", "mcp", "bins", "os"], str] = Field(description="Regex on a frontmatter key: its values "
+                                                                  "are requirement items of that kind.")
+    lists_as: Literal["env", "mcp", "bins"] = Field(description="Kind of a bare list under a `requires` key.")
+    requires_key: str = Field(description="Keys holding requirements (`requires`, `requirements`).")
+    optional_key: str = Field(description="Keys whose subtree is optional and ignored.")
+    rules: list[RequirementRule]
+
+
+class VocabularyFamily(_Strict):
+    """A family of products or devices (messaging apps, SaaS, smart-home hubs...) and what naming one shows."""
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    codes: list[ReasonCode] = Field(min_length=1)
+    description: str
+    terms: list[str] = Field(default_factory=list, description="Names, matched case-insensitively as whole words.")
+    bins: list[str] = Field(default_factory=list, description="CLIs of the family (frontmatter requires.bins).")
+    identity_weight: float = Field(default=0.0, ge=0, le=1.0, description="A term in the skill's name/description.")
+    body_weight: float = Field(default=0.0, ge=0, le=1.0, description="A term on a body line that `body_near` "
+                               "also matches (within body_window lines).")
+    body_near: str | None = None
+    body_window: int = Field(default=0, ge=0, le=10)
+    bins_weight: float = Field(default=0.0, ge=0, le=1.0, description="A required binary of the family.")
+    unless_skill: str | None = Field(default=None, description="The family is off for a skill whose name or "
+                                     "description matches (a skill drawing circuit diagrams needs no board).")
+    command_weight: float = Field(default=0.0, ge=0, le=1.0, description="A shell command line starting with one "
+                                  "of the family's binaries.")
+
+
+class LureShapeSpec(_Strict):
+    """The download-and-run lure as a whole: element regexes that must co-occur within `window` lines."""
+
+    rule_id: str = Field(pattern=r"^[a-z]+\.[a-z0-9_]+$")
+    description: str
+    window: int = Field(ge=1, le=40)
+    elements: dict[str, str]
+    triggers: dict[str, list[str]] = Field(default_factory=dict, description="Lower-case substrings one of which "
+                                           "every match of an element contains: an element whose triggers are all "
+                                           "absent is not searched.")
+    need_all: list[str]
+    need_any: list[str]
 
 
 class PersonaCheck(_Strict):
@@ -187,6 +273,9 @@ class RuleBook(_Strict):
     licence: LicenceSpec
     standin: StandinSpec
     hidden_comments: HiddenCommentSpec | None = None
+    requirements: RequirementsSpec
+    vocabulary: list[VocabularyFamily]
+    lure_shape: LureShapeSpec
 
     @field_validator("rules")
     @classmethod
@@ -240,6 +329,75 @@ class CompiledBook:
                 by_trigger.setdefault(t, []).append(k)
         self.rules_by_trigger = {t: tuple(v) for t, v in by_trigger.items()}
         self.untriggered_rules = tuple(k for k, r in enumerate(self.rules) if not r.triggers)
+        self.defensive_identity = _compile(ctx.defensive_identity)
+        self.instruction_headings = _compile(ctx.instruction_headings)
+        self.code_files = _compile(ctx.code_files)
+        req = book.requirements
+        self.requirement_kinds = {kind: _compile(rx) for kind, rx in req.kinds.items()}
+        self.requires_key = _compile(req.requires_key)
+        self.optional_key = _compile(req.optional_key)
+        self.requirement_rules = [(r, _compile(r.name), _compile(r.unless_any) if r.unless_any else None)
+                                  for r in req.rules]
+        self.vocabulary = [CompiledFamily(f) for f in book.vocabulary]
+        self.vocabulary_terms = TermIndex({t for f in book.vocabulary for t in f.terms})
+        self.all_bins = frozenset(b for f in self.vocabulary for b in f.bins)
+        lure = book.lure_shape
+        unknown = (set(lure.need_all) | set(lure.need_any)) - set(lure.elements)
+        if unknown:
+            raise ValueError(f"lure_shape needs undefined elements {sorted(unknown)}")
+        self.lure_elements = {name: _compile(rx, re.IGNORECASE) for name, rx in lure.elements.items()}
+        codes = {c for r in book.rules for c in [r.code, *r.also_codes]} | {r.code for r in req.rules} | \
+            {c for f in book.vocabulary for c in f.codes}
+        missing = codes - set(book.scoring)
+        if missing:
+            raise ValueError(f"no scoring entry for codes {sorted(c.value for c in missing)}")
+
+
+class TermIndex:
+    """Whole-word, case-insensitive search for many terms in one Aho-Corasick pass (a regex alternation of a few
+    hundred terms with word-boundary lookarounds was the slowest step of screening). CJK terms match anywhere."""
+
+    def __init__(self, terms: set[str]) -> None:
+        self.terms = {t.lower(): t for t in terms}
+        self.automaton: ahocorasick.Automaton | None = None
+        if terms:
+            self.automaton = ahocorasick.Automaton()
+            for low in self.terms:
+                self.automaton.add_word(low, low)
+            self.automaton.make_automaton()
+
+    def find(self, text: str) -> list[tuple[int, str]]:
+        """(start offset, lower-cased term) of every whole-word occurrence, in text order."""
+        if self.automaton is None:
+            return []
+        low = text.lower()
+        if len(low) != len(text):  # lower-casing changed lengths: offsets would drift, search the safe way
+            low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+        out = []
+        for end, term in self.automaton.iter(low):
+            start = end - len(term) + 1
+            if term.isascii() and (_word_char(low, start - 1) or _word_char(low, end + 1)):
+                continue
+            out.append((start, term))
+        out.sort()
+        return out
+
+
+def _word_char(text: str, i: int) -> bool:
+    """An ASCII word character: a CJK character next to an English term ("CUPS协议") is a boundary."""
+    return 0 <= i < len(text) and text[i].isascii() and (text[i].isalnum() or text[i] in "_-")
+
+
+class CompiledFamily:
+    """One vocabulary family with its terms and binaries, compiled once."""
+
+    def __init__(self, family: VocabularyFamily) -> None:
+        self.family = family
+        self.terms = frozenset(t.lower() for t in family.terms)
+        self.bins = frozenset(b.lower() for b in family.bins)
+        self.body_near = _compile(family.body_near, re.IGNORECASE) if family.body_near else None
+        self.unless_skill = _compile(family.unless_skill, re.IGNORECASE) if family.unless_skill else None
+
 
 
 def _trigger_automaton(rules: list[CompiledRule]) -> ahocorasick.Automaton | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from skill2env_dagster.skillhub.rules import CompiledBook
+from skill2env_dagster.skillhub.screen.rules import CompiledBook
 
 _EXPR_SPLIT = re.compile(r"\s+(OR|AND)\s+|\s*/\s*", re.IGNORECASE)
 _POINTS_TO_FILE = re.compile(r"(?i)\b(LICEN[CS]E|COPYING)(\.\w+)?\b|\bsee\b|\bterms\b")

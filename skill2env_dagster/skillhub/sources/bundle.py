@@ -10,11 +10,10 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from skill2env_dagster.models.skill import FileEntry
+from skill2env_dagster.models.skill import FileEntry, FileKind
 from skill2env_dagster.reasons import ReasonCode
-from skill2env_dagster.skillhub.discover import SKIP_DIRS
+from skill2env_dagster.skillhub.sources.discover import SKIP_DIRS
 
 _SNIFF = 8192
 
@@ -38,7 +37,7 @@ def bundle_digest(files: list[FileEntry]) -> str:
     return h.hexdigest()
 
 
-def classify_bytes(data: bytes) -> tuple[Literal["text", "binary"], str | None]:
+def classify_bytes(data: bytes) -> tuple[FileKind, str | None]:
     """('text', decoded) for UTF-8 (BOM allowed) or Latin-1-looking text without NULs; else ('binary', None)."""
     if b"\0" in data[:_SNIFF]:
         return "binary", None
@@ -103,8 +102,15 @@ def _iter_paths(root: Path, exclude: set[Path]):
 
 
 def read_bundle(root: Path, *, max_file_bytes: int, max_skill_bytes: int, max_files: int,
-                exclude: set[Path] | None = None) -> Bundle:
-    """Hash every file under root (minus excluded sub-skill folders); never raises on a bad file."""
+                exclude: set[Path] | None = None, skill_file: str | None = None,
+                link_root: Path | None = None) -> Bundle:
+    """Hash every file under root (minus excluded sub-skill folders); never raises on a bad file.
+
+    `skill_file` under `link_root` (the source root): a SKILL.md that is a symlink is followed when its target is a
+    regular file inside the source — the repository's own file, shared between agent folders — and read as the
+    skill's SKILL.md; a target outside the source is refused (`symlink_escape`), a dangling one is `unreadable`.
+    Every other symlink keeps the skill-root policy of `_symlink_entry`.
+    """
     root = root.resolve()
     bundle = Bundle(files=[], digest="")
     for path in _iter_paths(root, exclude or set()):
@@ -112,6 +118,9 @@ def read_bundle(root: Path, *, max_file_bytes: int, max_skill_bytes: int, max_fi
         if len(bundle.files) >= max_files:
             bundle.problems.append((ReasonCode.TOO_MANY_FILES, f"more than {max_files} files"))
             break
+        if path.is_symlink() and rel == skill_file and link_root is not None:
+            _add_linked_skill_file(bundle, path, rel, link_root.resolve(), max_file_bytes)
+            continue
         if path.is_symlink():
             entry, escapes = _symlink_entry(path, rel, root)
             bundle.files.append(entry)
@@ -124,6 +133,25 @@ def read_bundle(root: Path, *, max_file_bytes: int, max_skill_bytes: int, max_fi
             break
     bundle.digest = bundle_digest(bundle.files)
     return bundle
+
+
+def _add_linked_skill_file(bundle: Bundle, path: Path, rel: str, link_root: Path, max_file_bytes: int) -> None:
+    target = os.readlink(path)
+    shown = f"{printable_path(rel)} -> {printable_path(target)}"
+    resolved = (path.parent / target).resolve()
+    if not _inside(resolved, link_root):
+        entry, _ = _symlink_entry(path, rel, path.parent)
+        bundle.files.append(entry.model_copy(update={"refused": ReasonCode.SYMLINK_ESCAPE}))
+        bundle.problems.append((ReasonCode.SYMLINK_ESCAPE, f"{shown} (outside the source repository)"))
+        return
+    if not resolved.is_file():
+        entry, _ = _symlink_entry(path, rel, path.parent)
+        bundle.files.append(entry.model_copy(update={"refused": ReasonCode.UNREADABLE}))
+        bundle.problems.append((ReasonCode.UNREADABLE, f"{shown} (no such file in the source)"))
+        return
+    _add_regular_file(bundle, path, rel, max_file_bytes)
+    last = bundle.files[-1]
+    bundle.files[-1] = last.model_copy(update={"symlink_target": printable_path(target)})
 
 
 def _add_regular_file(bundle: Bundle, path: Path, raw_rel: str, max_file_bytes: int) -> None:

@@ -8,7 +8,7 @@ frontmatter is still screened (a malformed skill can still be malicious), and re
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -17,10 +17,27 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.models.skill import Finding
 from skill2env_dagster.reasons import ReasonCode
-from skill2env_dagster.skillhub.rules import CompiledBook, CompiledRule, load_rule_book
-from skill2env_dagster.skillhub.screen_context import (FileContext, build_context, fenced_line_numbers,
-                                                       reveal_invisible, suppressed_as_quotation)
-from skill2env_dagster.skillhub.screen_licence import is_allowed, resolve_licence
+from skill2env_dagster.skillhub.parse import fallback_from_body
+from skill2env_dagster.skillhub.screen.context import (
+    FileContext,
+    build_context,
+    fenced_line_numbers,
+    reveal_invisible,
+    suppressed_as_quotation,
+)
+from skill2env_dagster.skillhub.screen.licence import is_allowed, resolve_licence
+from skill2env_dagster.skillhub.screen.lure import lure_signals
+from skill2env_dagster.skillhub.screen.requirements import (
+    requirement_signals,
+    stated_requirements,
+)
+from skill2env_dagster.skillhub.screen.rules import (
+    CompiledBook,
+    CompiledRule,
+    load_rule_book,
+)
+from skill2env_dagster.skillhub.screen.scoring import Signal, file_weight, score
+from skill2env_dagster.skillhub.screen.vocabulary import vocabulary_signals
 
 __all__ = ["BLOCKING_CODES", "INFO_CODES", "ScreenSettings", "blocking_codes", "screen_skill"]
 
@@ -58,6 +75,9 @@ class ScreenSettings(BaseModel):
     allow_standins: bool = Field(default=True, description="Waive needs_live_service for a documented local API "
                                  "without credentials (rule book `standin`), recording standin_possible instead.")
     rules_path: str | None = Field(default=None, description="Alternative rule book; default: the packaged one.")
+    second_opinion: bool = Field(default=False, description="Ask the configured model endpoint for a second "
+                                 "opinion on each skill in skillhub_snapshot (one cached call per bundle). Off by "
+                                 "default: its token usage is not yet counted in the run's llm_usage.")
 
 
 def blocking_codes(findings: list[Finding]) -> list[ReasonCode]:
@@ -66,15 +86,23 @@ def blocking_codes(findings: list[Finding]) -> list[ReasonCode]:
 
 
 def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: ScreenSettings) -> list[Finding]:
-    """Screen one skill: line rules over every text file, document checks, licence and the stand-in policy."""
+    """Screen one skill: line rules over every text file, frontmatter requirements, the vocabulary, the lure shape,
+    document checks, licence and the stand-in policy."""
     book = load_rule_book(Path(settings.rules_path) if settings.rules_path else None)
     fm = frontmatter if isinstance(frontmatter, dict) else {}
     skill_file = next((p for p in sorted(texts) if _SKILL_FILE.match(p)), "SKILL.md")
-    about = f"{fm.get('name', '')} {fm.get('description', '')}"
+    about = _identity_text(fm, texts.get(skill_file, ""))
     identity = _IDENTITY_STRIP.sub("", about.lower())
     off = frozenset(k for k, r in enumerate(book.rules) if r.unless_skill is not None and r.unless_skill.search(about))
-    hits = _line_hits(texts, skill_file, book, identity, off)
-    findings = _score(hits, book)
+    defensive = bool(book.defensive_identity.search(about))
+    contexts = [build_context(path, texts[path], book, defensive=defensive) for path in sorted(texts)
+                if texts[path] and not book.skip_files.search(path)]
+    requirements = stated_requirements(fm, book)
+    signals = _line_signals(contexts, skill_file, book, identity, off)
+    signals += requirement_signals(requirements, texts.get(skill_file, ""), skill_file, book)
+    signals += vocabulary_signals(about, requirements, texts, skill_file, book, defensive=defensive)
+    signals += lure_signals(contexts, skill_file, book)
+    findings = score(signals, book)
     findings += _hidden_comment_findings(texts, book)
     findings += _document_checks(texts, body or "", skill_file, book)
     findings = _apply_standin_policy(findings, texts, skill_file, book, settings)
@@ -82,24 +110,37 @@ def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: 
     return findings
 
 
+def _identity_text(fm: dict, skill_md: str) -> str:
+    """What the skill says it is: frontmatter name and description, or (frontmatter missing or broken) the H1 and
+    the `description:` line or first paragraph of SKILL.md, so an invalid skill is judged by what it claims too.
+    URLs are dropped: a host in the text itself must not vouch for that host (vendor installers)."""
+    name, description = fm.get("name"), fm.get("description")
+    if not name and not description:
+        name, description = fallback_from_body(skill_md)
+    return _URL.sub(" ", f"{name or ''} {description or ''}")  # a URL in a description names no vendor
+
+
 # ------------------------------------------------------------------------------------------------ line rules
-def _line_hits(texts: dict[str, str], skill_file: str, book: CompiledBook, identity: str,
-               off: frozenset[int] = frozenset()) -> dict[str, list[tuple[float, Finding]]]:
-    """rule id -> [(file weight, finding)] for every hit that survives unless/near/trusted/quotation filters;
-    rules in `off` (switched off by the skill's own name/description) are not run."""
-    hits: dict[str, list[tuple[float, Finding]]] = defaultdict(list)
-    for path in sorted(texts):
-        if book.skip_files.search(path) or not texts[path]:
-            continue
-        ctx = build_context(path, texts[path], book)
+def _line_signals(contexts: list[FileContext], skill_file: str, book: CompiledBook, identity: str,
+                  off: frozenset[int] = frozenset()) -> list[Signal]:
+    """A signal for every line-rule hit that survives unless/near/heading/trusted/quotation filters; rules in `off`
+    (switched off by the skill's own name/description) are not run."""
+    signals: list[Signal] = []
+    for ctx in contexts:
         for k in ctx.active_rules(book):
             if k in off:
                 continue
             rule = book.rules[k]
-            weight = 1.0 if path == skill_file else book.book.scoring[rule.rule.code].other_files
+            if rule.rule.prose_only and book.code_files.search(ctx.path):
+                continue
+            codes = (rule.rule.code, *rule.rule.also_codes)
+            weights = [file_weight(ctx.path, skill_file, c, book) for c in codes]
             for f in _rule_hits_in_file(rule, ctx, book, identity):
-                hits[rule.rule.id].append((weight, f))
-    return hits
+                signals.append(Signal(rule.rule.id, rule.rule.weight, weights[0], f))
+                for code, fw in zip(codes[1:], weights[1:], strict=True):
+                    also = f.model_copy(update={"code": code})
+                    signals.append(Signal(f"{rule.rule.id}@{code.value}", rule.rule.weight, fw, also))
+    return signals
 
 
 def _rule_hits_in_file(rule: CompiledRule, ctx: FileContext, book: CompiledBook, identity: str):
@@ -120,13 +161,11 @@ def _matches(rule: CompiledRule, ctx: FileContext):
     A prose line is searched together with the next line, so a directive wrapped over two lines still matches;
     with triggers, only lines holding one (or preceding one) are searched, otherwise every line is.
     """
-    if rule.triggers:
-        lines = ctx.candidate_lines(rule.triggers, max(1, rule.rule.near_window))
-    else:
-        lines = range(len(ctx.lines))
+    lines: Iterable[int] = (ctx.candidate_lines(rule.triggers, max(1, rule.rule.near_window)) if rule.triggers
+                            else range(len(ctx.lines)))
     for i in lines:
         line = ctx.lines[i]
-        nxt = ctx.lines[i + 1] if i + 1 < len(ctx.lines) and not ctx.in_code[i] else ""
+        nxt = ctx.lines[i + 1] if i + 1 < len(ctx.lines) and not (ctx.in_code[i] or ctx.is_code) else ""
         m = rule.rx.search(f"{line} {nxt}" if nxt.strip() else line)
         if m and m.start() < len(line):
             yield i, m.start(), min(m.end(), len(line)), m.group(0)
@@ -137,13 +176,14 @@ def _hit_survives(rule: CompiledRule, ctx: FileContext, i: int, start: int, end:
     line = ctx.lines[i]
     if rule.unless is not None and rule.unless.search(line):
         return False
+    if rule.under_heading is not None and not rule.under_heading.search(ctx.section[i]):
+        return False
     if rule.near and not _near_ok(rule, ctx, i):
         return False
     if rule.rule.trusted_hosts and _all_hosts_trusted(matched, line, book, identity):
         return False
-    if rule.rule.quotable and suppressed_as_quotation(ctx, i, start, end, book, book.book.context.window):
-        return False
-    return True
+    return not (rule.rule.quotable and suppressed_as_quotation(ctx, i, start, end, book, book.book.context.window,
+                                                               rule.rule.identity_context))
 
 
 def _near_ok(rule: CompiledRule, ctx: FileContext, i: int) -> bool:
@@ -161,7 +201,7 @@ def _all_hosts_trusted(matched: str, line: str, book: CompiledBook, identity: st
         parts = urlsplit("https://" + u)
         host = parts.hostname or ""
         if not (_host_trusted((host + parts.path).lower(), book.trusted_hosts)
-                or book.book.vendor_host_matches_skill and _vendor_host(host, identity)):
+                or (book.book.vendor_host_matches_skill and _vendor_host(host, identity))):
             return False
     return True
 
@@ -196,31 +236,6 @@ def _excerpt(line: str, start: int, end: int) -> str:
     return line[lo:lo + 200].strip()
 
 
-def _score(hits: dict[str, list[tuple[float, Finding]]], book: CompiledBook) -> list[Finding]:
-    """Keep the findings of codes whose summed rule weights reach the code's threshold.
-
-    Counter-evidence rules (negative weight) lower the score of their code; their own hits are never reported.
-    """
-    weights = {r.rule.id: r.rule.weight for r in book.rules}
-    main: dict[ReasonCode, float] = defaultdict(float)
-    other: dict[ReasonCode, float] = defaultdict(float)
-    against: dict[ReasonCode, float] = defaultdict(float)
-    for rule_id, items in hits.items():
-        code, strongest = items[0][1].code, max(w for w, _ in items)
-        if weights[rule_id] < 0:
-            against[code] += weights[rule_id] * strongest
-        else:
-            (main if strongest >= 1.0 else other)[code] += weights[rule_id] * strongest
-    out: list[Finding] = []
-    for rule_id, items in hits.items():
-        code = items[0][1].code
-        spec = book.book.scoring[code]
-        extra = other[code] if spec.other_files_cap is None else min(other[code], spec.other_files_cap)
-        if weights[rule_id] > 0 and main[code] + extra + against[code] + 1e-9 >= spec.threshold:
-            out.extend(f for _, f in items)
-    return out
-
-
 # ----------------------------------------------------------------------------------- hidden HTML comments
 def _hidden_comment_findings(texts: dict[str, str], book: CompiledBook) -> list[Finding]:
     """A directive inside an HTML comment: invisible when the Markdown is rendered, read by the agent.
@@ -228,7 +243,8 @@ def _hidden_comment_findings(texts: dict[str, str], book: CompiledBook) -> list[
     Comments shown as text (inside a fenced block or an inline code span) and test data under fixture paths are
     quotations, not hidden instructions; everything else is checked whole, so a comment spanning lines counts.
     """
-    if book.hidden_directive is None or book.hidden_files is None:
+    spec = book.book.hidden_comments
+    if book.hidden_directive is None or book.hidden_files is None or spec is None:
         return []
     out: list[Finding] = []
     for path in sorted(texts):
@@ -245,7 +261,7 @@ def _hidden_comment_findings(texts: dict[str, str], book: CompiledBook) -> list[
             hit = book.hidden_directive.search(m.group(1))
             if hit:
                 at = line_no + m.group(1).count("\n", 0, hit.start())
-                out.append(Finding(code=ReasonCode.MALICIOUS, rule=book.book.hidden_comments.rule_id, file=path,
+                out.append(Finding(code=ReasonCode.MALICIOUS, rule=spec.rule_id, file=path,
                                    line=at, text=" ".join(m.group(1)[max(0, hit.start() - 60):].split())[:200]))
                 if len(out) >= book.book.max_findings_per_rule:
                     return out

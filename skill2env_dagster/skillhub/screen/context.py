@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from itertools import accumulate
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import ahocorasick
 
-from skill2env_dagster.skillhub.rules import CompiledBook
+from skill2env_dagster.skillhub.screen.rules import CompiledBook
 
 # Very long lines (minified JSON, base64 blobs) are scanned in chunks: `[^\n]*` patterns stay linear per chunk.
 MAX_SCAN_LINE = 2000
@@ -46,7 +46,11 @@ class FileContext:
     in_code: list[bool] = field(default_factory=list)
     block_start: list[int] = field(default_factory=list)
     under_detection_heading: list[bool] = field(default_factory=list)
+    section: list[str] = field(default_factory=list)  # the Markdown headings above each line, joined by " / "
+    under_instruction_heading: list[bool] = field(default_factory=list)
     test_data: bool = False
+    defensive: bool = False  # the skill's own name/description declares a detection/defence/teaching purpose
+    is_code: bool = False  # a script: its lines are statements, never prose wrapped over two lines
     automaton: ahocorasick.Automaton | None = None
     _by_trigger: dict[str, frozenset[int]] | None = None
 
@@ -89,16 +93,23 @@ class FileContext:
         return sorted(found)
 
 
-def build_context(path: str, text: str, book: CompiledBook) -> FileContext:
-    """Split the file into scan lines and mark code blocks and detection headings (Markdown only)."""
+def build_context(path: str, text: str, book: CompiledBook, *, defensive: bool = False) -> FileContext:
+    """Split the file into scan lines and mark code blocks and headings (Markdown only).
+
+    In a skill with a defensive identity, data files (signature lists, IOC feeds, test corpora) are pattern data
+    wherever they sit, and so are its test files (a scanner's tests hold the attacks it must catch); data files
+    under fixture paths are pattern data in any skill.
+    """
     lines, orig = _scan_lines(text)
     starts, pos = [], 0
     for ln in lines:
         starts.append(pos)
         pos += len(ln) + 1
     ctx = FileContext(path=path, scan_text="\n".join(lines), lines=lines, orig_line=orig, starts=starts,
-                      automaton=book.triggers)
-    ctx.test_data = bool(book.fixture_paths.search(path) and book.data_files.search(path))
+                      automaton=book.triggers, defensive=defensive, is_code=bool(book.code_files.search(path)))
+    is_data = bool(book.data_files.search(path)) and not _MARKDOWN_EXT.search(path)
+    fixture = bool(book.fixture_paths.search(path))
+    ctx.test_data = (fixture and bool(book.data_files.search(path))) or (defensive and (is_data or fixture))
     _mark_structure(ctx, book, markdown=bool(_MARKDOWN_EXT.search(path)))
     return ctx
 
@@ -142,11 +153,13 @@ def _scan_lines(text: str) -> tuple[list[str], list[int]]:
 def _mark_structure(ctx: FileContext, book: CompiledBook, markdown: bool) -> None:
     n = len(ctx.lines)
     ctx.in_code, ctx.block_start, ctx.under_detection_heading = [False] * n, [-1] * n, [False] * n
+    ctx.section, ctx.under_instruction_heading = [""] * n, [False] * n
     if not markdown:
         return
     fence: str | None = None
     opened = -1
-    stack: list[tuple[int, bool]] = []  # (heading level, is detection heading)
+    stack: list[tuple[int, bool, str]] = []  # (heading level, is detection heading, heading text)
+    section, instructing = "", False
     for i, line in enumerate(ctx.lines):
         m = _FENCE.match(line)
         if fence is not None:
@@ -162,26 +175,34 @@ def _mark_structure(ctx: FileContext, book: CompiledBook, markdown: bool) -> Non
                 level = len(h.group(1))
                 while stack and stack[-1][0] >= level:
                     stack.pop()
-                stack.append((level, bool(book.headings.search(h.group(2)))))
-        ctx.under_detection_heading[i] = any(flag for _, flag in stack)
+                stack.append((level, bool(book.headings.search(h.group(2))), h.group(2)))
+                section = " / ".join(text for _, _, text in stack)
+                instructing = any(book.instruction_headings.search(text) for _, _, text in stack)
+        ctx.under_detection_heading[i] = any(flag for _, flag, _ in stack)
+        ctx.section[i], ctx.under_instruction_heading[i] = section, instructing
 
 
 def is_quoted(ctx: FileContext, i: int, start: int, end: int) -> bool:
-    """The hit is presented as text (code, quotes, blockquote, list/table under a detection heading, test data)."""
+    """The hit is presented as text (code, quotes, blockquote, a list/table under a detection heading or in a
+    defensive skill, test data)."""
     line = ctx.lines[i]
     if ctx.test_data or ctx.in_code[i] or line.lstrip().startswith(">"):
         return True
-    if ctx.under_detection_heading[i] and _LIST_OR_TABLE.match(line):
+    # A list or table is a catalogue of patterns under a detection heading, or anywhere in a defensive skill.
+    if (ctx.under_detection_heading[i] or ctx.defensive) and _LIST_OR_TABLE.match(line):
         return True
-    return any(_inside_pair(line, start, end, o, c) for o, c in _QUOTE_PAIRS)
+    # A hit wrapped onto the next prose line (matched with it) closes its quotation there.
+    rest = line[end:] if end < len(line) or i + 1 >= len(ctx.lines) else ctx.lines[i + 1]
+    return any(_inside_pair(line, start, rest, o, c) for o, c in _QUOTE_PAIRS)
 
 
-def _inside_pair(line: str, start: int, end: int, opener: str, closer: str) -> bool:
+def _inside_pair(line: str, start: int, rest: str, opener: str, closer: str) -> bool:
+    """The hit starting at `start` sits between an opener before it and a closer in `rest` (the text after it)."""
     if opener == closer:
         before = [k for k, ch in enumerate(line[:start]) if ch == opener and _is_quote_char(line, k)]
-        return len(before) % 2 == 1 and closer in line[end:]
+        return len(before) % 2 == 1 and closer in rest
     left = line.rfind(opener, 0, start)
-    return left >= 0 and line.find(closer, left, start) < 0 and closer in line[end:]
+    return left >= 0 and line.find(closer, left, start) < 0 and closer in rest
 
 
 def _is_quote_char(line: str, k: int) -> bool:
@@ -193,9 +214,14 @@ def _is_quote_char(line: str, k: int) -> bool:
     return not (prev_alpha and next_alpha)
 
 
-def in_detection_context(ctx: FileContext, i: int, start: int, end: int, book: CompiledBook, window: int) -> bool:
+def in_detection_context(ctx: FileContext, i: int, start: int, end: int, book: CompiledBook, window: int,
+                         identity_context: bool = False) -> bool:
     """A detection heading is in force, or a detection cue is on the line or shortly before the hit / its block,
-    and no reassurance ("safe to run", "not malicious") sits in the same window: a lure cannot borrow the cue words."""
+    and no reassurance ("safe to run", "not malicious") sits in the same window: a lure cannot borrow the cue words.
+
+    With `identity_context`, the skill's own defensive identity (a scanner, a guard, a security guide) is a cue for
+    the whole skill, except in sections that instruct (setup, prerequisites): there a quoted command is a step.
+    """
     if ctx.test_data:
         return True
     line = ctx.lines[i]
@@ -207,18 +233,20 @@ def in_detection_context(ctx: FileContext, i: int, start: int, end: int, book: C
         nearby += ctx.lines[max(0, a - window):a]
     if any(book.reassurance.search(x) for x in nearby):
         return False
+    if identity_context and ctx.defensive and not ctx.under_instruction_heading[i]:
+        return True
     return ctx.under_detection_heading[i] or any(book.cues.search(x) for x in nearby)
 
 
 def suppressed_as_quotation(ctx: FileContext, i: int, start: int, end: int, book: CompiledBook,
-                            window: int) -> bool:
+                            window: int, identity_context: bool = False) -> bool:
     """Quoted text in a detection context, or prose under a detection heading whose paragraph names a cue."""
-    if is_quoted(ctx, i, start, end) and in_detection_context(ctx, i, start, end, book, window):
+    if is_quoted(ctx, i, start, end) and in_detection_context(ctx, i, start, end, book, window, identity_context):
         return True
     if not ctx.under_detection_heading[i]:
         return False
     line = ctx.lines[i]
-    paragraph = [line[:start] + " " + line[end:]] + _paragraph_neighbours(ctx, i, window)
+    paragraph = [line[:start] + " " + line[end:], *_paragraph_neighbours(ctx, i, window)]
     if any(book.reassurance.search(p) for p in paragraph):
         return False
     return any(book.cues.search(p) for p in paragraph)

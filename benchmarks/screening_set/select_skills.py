@@ -1,0 +1,252 @@
+"""Select the screening development set: real skills from public hub repositories, pinned to commits.
+
+    .venv/bin/python benchmarks/screening_set/select_skills.py            # print the selection summary
+    .venv/bin/python benchmarks/screening_set/select_skills.py --write    # (re)write entries.yaml
+
+The selection is deterministic: candidates are ordered by a SHA-256 of (seed, repo, folder), so re-running on the
+same mirrors gives the same entries. Pools (see README.md for why each exists):
+
+- `random:<repo>`: a hash-ordered sample of every skill folder of a hub; the honest, representative part.
+- `devices`: skills whose folder or frontmatter name names a device family (DEVICE_WORDS) — hardware skills are
+  rare in a random sample, so a random sample alone could not measure hardware recall.
+- `security`: skills whose folder or name says security/scanning/injection (SECURITY_WORDS) — the skills that
+  quote attack text to teach defence, where a screen produces false `malicious` verdicts.
+- `lures`: skills carrying an indicator that security researchers published for a known malicious-skill campaign
+  (CAMPAIGN_INDICATORS: download hosts of the fake "required tools"). At most one skill per (campaign,
+  frontmatter name) and PER_CAMPAIGN per campaign. These indicators are used to FIND samples and to group them;
+  the screen itself must never use them (the rule book holds no indicator list).
+
+Exact copies (same normalised SKILL.md text) are kept once; test-fixture skills are left out (the crawl records
+them as `test_fixture` and never screens them). Skills of repositories in ../shared/corpus are
+excluded: the project was developed on those.
+
+The split: every entry has a `group` (its campaign for lure samples, so copies of one campaign template never sit
+in both halves; otherwise the entry id) and `half = tune | test` from the parity of SHA-256(SPLIT_SEED + group).
+Rules are developed looking at the tune half only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from mirror import Mirror, skill_file_in
+
+from skill2env_dagster.skillhub.sources.discover import FIXTURE_SEGMENTS
+
+HERE = Path(__file__).resolve().parent
+ENTRIES_FILE = HERE / "entries.yaml"
+SEED = "screening-set-v1"
+SPLIT_SEED = "screening-split-v1"
+MAX_SKILL_MD_BYTES = 200_000
+PER_CAMPAIGN = 8
+
+
+@dataclass(frozen=True)
+class Source:
+    repo: str
+    commit: str
+    random: int
+    pools: bool = False  # also draw the device/security/lure pools from this repository
+    spread: bool = False  # a mirror of many upstream repositories: at most one skill from each upstream
+
+
+def upstream_of(folder: str) -> str | None:
+    """`owner/name` of the upstream repository a mirror folder copies (`mirrors/repos/owner@name/...`)."""
+    parts = PurePosixPath(folder).parts
+    return parts[2].replace("@", "/", 1) if len(parts) > 3 and parts[:2] == ("mirrors", "repos") else None
+
+
+SOURCES = (
+    Source("AgentWorkers/skills", "1e90d6049ff1436194cb2cd882582fccc6ae38d0", 140, pools=True),
+    Source("openclaw/skills", "3a5f649f604cb32910dc9ddb81d9be873b2c3d42", 50, pools=True),
+    Source("ComposioHQ/awesome-claude-skills", "f2b5e29bc315f04c8e09591ba275f4c4f7d4b8fe", 30),
+    Source("secondsky/claude-skills", "b9627cae5de6f84bd626fdf9a472c57af00dc6bf", 25),
+    Source("trailofbits/skills", "293fb74c3151cceda32a85a545fe8acd67f8f5c6", 20),
+    # Added after the first two test-half runs (see README.md, "Second round"): one skill from each of 90
+    # upstream repositories of a multi-hub mirror, for wording the five hubs above do not cover.
+    Source("gabrielmoreira/agent-skills-mirror", "4e7649a87f4d537d80ff59a4fcf2857c2b28ff7e", 90, spread=True),
+)
+POOL_SIZES = {"devices": 40, "security": 22}
+
+DEVICE_WORDS = re.compile(
+    r"(?i)(^|[-_ /])(hue|philips|home-?assistant|hass|smart-?home|homekit|printer|3d-?print\w*|octoprint|bambu|"
+    r"prusa|klipper|bluetooth|ble|weather-?station|ecowitt|nas|synology|qnap|sonos|roomba|vacuum|thermostat|nest|"
+    r"govee|tuya|zigbee|mqtt|esp32|esp8266|arduino|raspberry|rpi|camera|cctv|doorbell|tesla|obd|drone|"
+    r"robot|lamp|speaker|tv|roku|chromecast|midi|serial|usb|garmin|fitbit|oura|whoop|sensors?|"
+    r"iot|plug|switchbot|eufy|frigate|unifi|ecobee|wled|lifx|elgato|stream-?deck|label-?printer)([-_ /]|$)")
+SECURITY_WORDS = re.compile(
+    r"(?i)(security|secure|scanner|scan|injection|guard|audit|malware|threat|defen[cs]e|vet|shield|sentinel|"
+    r"firewall|antivirus|ioc|sanitiz)")
+# Published indicators of known campaigns (download hosts of the fake "required tool", exfiltration endpoints).
+CAMPAIGN_INDICATORS = {
+    "openclaw-agent": "github.com/hedefbari/",
+    "openclawprovider": "github.com/syazema/",
+    "openclawcli": "github.com/Ddoy233/",
+    "windriver": "github.com/toolitletolate/",
+    "openclaw-core": "github.com/denboss99/",
+    "authtool": "github.com/Aslaep123/",
+    "authenticator-tool": "github.com/keepcold131/",
+    "webhook-exfil": "webhook.site/358866c4",
+}
+EXCLUDED_REPOS = frozenset({
+    "K-Dense-AI/claude-scientific-skills", "Orchestra-Research/AI-research-SKILLs",
+    "anthropics/financial-services-plugins", "anthropics/knowledge-work-plugins", "anthropics/skills",
+    "coreyhaines31/marketingskills", "github/awesome-copilot", "mattpocock/skills", "obra/superpowers",
+    "openai/skills", "vercel-labs/agent-skills", "wshobson/agents",
+})
+
+
+@dataclass
+class Candidate:
+    source: Source
+    folder: str
+    text: str
+    campaign: str | None = None  # set from a search over ALL files of the folder (scripts included)
+
+    @property
+    def id(self) -> str:
+        return f"{self.source.repo}@{self.source.commit[:12]}:{self.folder}"
+
+    def name(self) -> str:
+        m = re.search(r"(?m)^name:\s*[\"']?([^\"'\n]+)", self.text[:2000])
+        return (m.group(1).strip().lower() if m else PurePosixPath(self.folder).name.lower())
+
+
+def _order(repo: str, folder: str) -> str:
+    return hashlib.sha256(f"{SEED}\0{repo}\0{folder}".encode()).hexdigest()
+
+
+def half_of(group: str) -> str:
+    return "tune" if int(hashlib.sha256(f"{SPLIT_SEED}\0{group}".encode()).hexdigest(), 16) % 2 == 0 else "test"
+
+
+def _norm(text: str) -> str:
+    return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()
+
+
+def _candidates(source: Source) -> list[Candidate]:
+    m = Mirror(source.repo, source.commit)
+    if not m.available():
+        raise SystemExit(f"mirror of {source.repo}@{source.commit[:12]} not found under {m.git_dir}; fetch it first")
+    # Test-fixture skills (below tests/, fixtures/... of another skill) are never screened by the crawl.
+    folders = sorted((f for f in m.skill_folders() if not FIXTURE_SEGMENTS & set(PurePosixPath(f).parts)),
+                     key=lambda f: _order(source.repo, f))
+    skill_mds = {f: m.entry(p) for f in folders if (p := skill_file_in(m, f))}
+    data = m.blobs([e.sha for e in skill_mds.values() if e is not None and e.mode != "120000"])
+    out = []
+    for folder in folders:
+        e = skill_mds.get(folder)
+        raw = data.get(e.sha) if e else None
+        if raw is None or len(raw) > MAX_SKILL_MD_BYTES:
+            continue
+        out.append(Candidate(source, folder, raw.decode("utf-8", "replace")))
+    _mark_campaigns(m, out)
+    return out
+
+
+def _mark_campaigns(m: Mirror, candidates: list[Candidate]) -> None:
+    """A folder belongs to a campaign when any of its files (SKILL.md, scripts, data) carries the indicator."""
+    by_folder = {c.folder: c for c in candidates}
+    for camp, indicator in CAMPAIGN_INDICATORS.items():
+        for path in m.grep_files(indicator):
+            parents = [str(p) for p in PurePosixPath(path).parents]
+            folder = next((f for f in parents if f in by_folder), None)
+            if folder is not None and by_folder[folder].campaign is None:
+                by_folder[folder].campaign = camp
+
+
+def select() -> list[dict]:
+    if any(s.repo in EXCLUDED_REPOS for s in SOURCES):
+        raise SystemExit("a source repository is part of ../shared/corpus")
+    seen_text: set[str] = set()
+    chosen: list[tuple[str, Candidate]] = []
+
+    def take(pool: str, c: Candidate) -> bool:
+        key = _norm(c.text)
+        if key in seen_text or any(c.id == x.id for _, x in chosen):
+            return False
+        seen_text.add(key)
+        chosen.append((pool, c))
+        return True
+
+    by_source = {s.repo: _spread(s, _candidates(s)) if s.spread else _candidates(s) for s in SOURCES}
+    for s in SOURCES:
+        n = 0
+        for c in by_source[s.repo]:
+            if n >= s.random:
+                break
+            n += take(f"random:{s.repo}", c)
+    pooled = [c for s in SOURCES if s.pools for c in by_source[s.repo]]
+    pooled.sort(key=lambda c: _order("pool", c.id))
+    _fill("devices", pooled, lambda c: bool(DEVICE_WORDS.search(PurePosixPath(c.folder).name) or
+                                         DEVICE_WORDS.search(c.name())) and c.campaign is None, take)
+    _fill("security", pooled, lambda c: bool(SECURITY_WORDS.search(PurePosixPath(c.folder).name) or
+                                          SECURITY_WORDS.search(c.name())) and c.campaign is None, take)
+    per_campaign: Counter[str] = Counter()
+    names: set[tuple[str, str]] = set()
+    for c in pooled:
+        camp = c.campaign
+        if camp is None or per_campaign[camp] >= PER_CAMPAIGN or (camp, c.name()) in names:
+            continue
+        if take("lures", c):
+            per_campaign[camp] += 1
+            names.add((camp, c.name()))
+    return [_entry(pool, c) for pool, c in chosen]
+
+
+def _spread(source: Source, candidates: list[Candidate]) -> list[Candidate]:
+    """The first candidate (in hash order) of each upstream repository, upstreams themselves in hash order; upstreams
+    that are another source of the set or part of ../shared/corpus are left out."""
+    skip = EXCLUDED_REPOS | {s.repo for s in SOURCES}
+    first: dict[str, Candidate] = {}
+    for c in candidates:
+        up = upstream_of(c.folder)
+        if up is not None and up not in skip and up not in first:
+            first[up] = c
+    return sorted(first.values(), key=lambda c: _order(source.repo, upstream_of(c.folder) or ""))
+
+
+def _fill(pool: str, pooled: list[Candidate], wanted, take) -> None:
+    n = 0
+    for c in pooled:
+        if n >= POOL_SIZES[pool]:
+            return
+        if wanted(c):
+            n += take(pool, c)
+
+
+def _entry(pool: str, c: Candidate) -> dict:
+    camp = c.campaign
+    group = f"campaign:{camp}" if camp else c.id
+    return {"id": c.id, "repo": c.source.repo, "commit": c.source.commit, "path": c.folder, "pool": pool,
+            "group": group, "half": half_of(group)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--write", action="store_true", help=f"write {ENTRIES_FILE.name}")
+    args = ap.parse_args()
+    entries = select()
+    print(f"{len(entries)} entries")
+    for key in ("pool", "repo", "half"):
+        print(f"by {key}: {dict(Counter(e[key] for e in entries).most_common())}")
+    if args.write:
+        header = ("# Generated by select_skills.py (do not edit by hand): "
+                  "the screening set, pinned repo@commit:folder.\n")
+        ENTRIES_FILE.write_text(header + yaml.safe_dump(entries, sort_keys=False, allow_unicode=True, width=120))
+        print(f"wrote {ENTRIES_FILE}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""A model's second opinion on a screening verdict: one structured call per skill, cached by bundle digest.
+
+The rules stay the authority. The model may add a blocking reason, but only with a quote that is found in the
+skill (a hallucinated quote blocks nothing and is recorded as `unverified_evidence`); it never clears a verdict
+the rules reached (a `malicious` rule hit in particular stays, whatever the model says, and the difference is
+recorded as `rules_only`). The prompt is a template (prompts/screen_second_opinion.j2) whose hash, with the model
+settings, is the opinion's `prompt_version` and part of the skillhub_snapshot code version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skill2env_dagster.llm.prompts import render_messages
+from skill2env_dagster.models.plan import Usage
+from skill2env_dagster.models.skill import (
+    Disagreement,
+    Finding,
+    OpinionReason,
+    SecondOpinion,
+    SkillRecord,
+    SkillStatus,
+)
+from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.store import read_model, write_model
+
+OPINION_TEMPLATE = "screen_second_opinion.j2"
+OPINION_RULE = "model.second_opinion"
+MAX_REASONS = 8
+FILE_BUDGET = 40_000  # characters of skill text sent per call (SKILL.md first)
+MIN_QUOTE = 8
+M = TypeVar("M", bound=BaseModel)
+
+OpinionCode = Literal["needs_external_account", "needs_live_service", "needs_hardware", "os_or_gui_specific",
+                      "persona_only", "no_actionable_content", "malicious", "harmful"]
+CODE_MEANINGS: tuple[tuple[str, str], ...] = (
+    ("needs_external_account", ("needs credentials of a third-party account: API key, token, OAuth, a logged-in "
+                                "CLI, a connected integration (MCP server, integration platform), a bot token, a "
+                                "wallet key, a paid plan")),
+    ("needs_live_service", ("the answer depends on a service that must be reachable: a remote API (keyless too), "
+                            "live web pages or data, a server or agent platform the user runs")),
+    ("needs_hardware", ("reads or controls a physical device: smart-home hubs, printers, NAS, robots, boards, "
+                        "Bluetooth or LAN devices, cars; or physical setup of such devices")),
+    ("os_or_gui_specific", "only works on macOS/Windows or through a desktop GUI"),
+    ("persona_only", "only sets a voice or identity, with no procedure"),
+    ("no_actionable_content", "nothing to act on (a placeholder, one prompt, a list of links)"),
+    ("malicious", ("tells the agent or user to harm them: download and run an external program, exfiltrate "
+                   "credentials, persist access, hide actions from the user")),
+    ("harmful", "helps harm third parties: phishing, malware, fake reviews, doxxing"),
+)
+
+
+class OpinionReplyReason(BaseModel):
+    """One reason in the model's reply (wire schema: every key required, codes and lengths constrained)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: OpinionCode
+    file: str = Field(min_length=1, max_length=300, description="Relative path of the file quoted.")
+    evidence: str = Field(min_length=MIN_QUOTE, max_length=300, description="Verbatim quote from that file.")
+    why: str = Field(min_length=1, max_length=300)
+
+
+class OpinionReply(BaseModel):
+    """The wire schema of the second opinion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reasons: list[OpinionReplyReason] = Field(max_length=MAX_REASONS)
+    summary: str = Field(max_length=400)
+
+
+class JSONCompleter(Protocol):
+    """What the second opinion needs from an LLM client (LLMClient satisfies it)."""
+
+    def complete_json(self, messages: list[dict[str, str]], schema: type[M], *, purpose: str) -> tuple[M, Usage]: ...
+
+
+def skill_texts(record: SkillRecord, budget: int = FILE_BUDGET) -> list[tuple[str, str]]:
+    """(relative path, text) of the skill's readable text files, SKILL.md first, within a character budget."""
+    root = Path(record.abs_path)
+    paths = [record.skill_file, *sorted(f.rel_path for f in record.files
+                                        if f.kind == "text" and f.refused is None and f.rel_path != record.skill_file)]
+    out: list[tuple[str, str]] = []
+    left = budget
+    for rel in paths:
+        if left <= 0:
+            break
+        try:
+            text = (root / rel).read_text(encoding="utf-8-sig", errors="replace")
+        except OSError:
+            continue
+        out.append((rel, text[:left]))
+        left -= len(out[-1][1])
+    return out
+
+
+def opinion_messages(files: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return render_messages(OPINION_TEMPLATE, codes=CODE_MEANINGS, max_reasons=MAX_REASONS, files=files)
+
+
+class OpinionCache:
+    """Validated replies on disk, keyed by bundle digest and prompt version (which covers the model settings)."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+
+    def _path(self, digest: str, version: str) -> Path | None:
+        if self.root is None or not digest:
+            return None
+        return self.root / f"{hashlib.sha256(f'{digest}|{version}'.encode()).hexdigest()[:32]}.json"
+
+    def get(self, digest: str, version: str) -> OpinionReply | None:
+        path = self._path(digest, version)
+        if path is None or not path.is_file():
+            return None
+        try:
+            return read_model(path, OpinionReply)
+        except Exception:
+            return None
+
+    def put(self, digest: str, version: str, reply: OpinionReply) -> None:
+        path = self._path(digest, version)
+        if path is not None:
+            write_model(path, reply)
+
+
+def second_opinion(record: SkillRecord, client: JSONCompleter, *, model: str, prompt_version: str,
+                   cache: OpinionCache) -> SkillRecord:
+    """The record with the model's opinion merged in; raises LLMError (with its reason) when the call fails."""
+    files = skill_texts(record)
+    if not files:
+        return record
+    reply = cache.get(record.bundle_digest, prompt_version)
+    cached = reply is not None
+    if reply is None:
+        reply, _ = client.complete_json(opinion_messages(files), OpinionReply, purpose=f"screen:{record.skill_id}")
+        cache.put(record.bundle_digest, prompt_version, reply)
+    return merge_opinion(record, reply, dict(files), model=model, prompt_version=prompt_version, cached=cached)
+
+
+def merge_opinion(record: SkillRecord, reply: OpinionReply, texts: dict[str, str], *, model: str,
+                  prompt_version: str, cached: bool) -> SkillRecord:
+    """Add the model's verified blocking reasons; never remove one; record every difference."""
+    verified: list[OpinionReason] = []
+    disagreements: list[Disagreement] = []
+    for r in reply.reasons:
+        found = locate_quote(r.evidence, r.file, texts)
+        code = ReasonCode(r.code)
+        if found is None:
+            disagreements.append(Disagreement(code=code, kind="unverified_evidence",
+                                              detail=f"{r.file}: {r.evidence}"[:300]))
+            continue
+        verified.append(OpinionReason(code=code, file=found[0], line=found[1], evidence=found[2], why=r.why[:300]))
+    model_codes = {r.code for r in verified}
+    rule_codes = {c for c in record.reasons if c.value in {code for code, _ in CODE_MEANINGS}}
+    added = sorted(model_codes - rule_codes, key=lambda c: c.value)
+    for code in sorted(rule_codes - model_codes, key=lambda c: c.value):
+        disagreements.append(Disagreement(code=code, kind="rules_only", detail="the rules found it; the model did "
+                                          "not (the rules' verdict stands)"))
+    for code in added:
+        first = next(r for r in verified if r.code == code)
+        disagreements.append(Disagreement(code=code, kind="model_only", detail=f"{first.file}:{first.line}: "
+                                          f"{first.evidence}"[:300]))
+    out = record.model_copy(deep=True)
+    out.second_opinion = SecondOpinion(model=model, prompt_version=prompt_version, cached=cached,
+                                       summary=reply.summary, reasons=verified, added=added,
+                                       disagreements=disagreements)
+    if added:
+        out.findings = [*out.findings, *[Finding(code=r.code, rule=OPINION_RULE, file=r.file, line=r.line,
+                                                 text=r.evidence[:200]) for r in verified if r.code in added]]
+        out.reasons = sorted(set(out.reasons) | set(added), key=lambda c: c.value)
+        if out.status == SkillStatus.ELIGIBLE:
+            out.status = SkillStatus.SCREENED_OUT
+    return out
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def locate_quote(quote: str, file: str, texts: dict[str, str]) -> tuple[str, int, str] | None:
+    """(file, 1-based line, quote) where the quote occurs (whitespace-insensitive), in the named file first, then
+    anywhere in the skill; None when it occurs nowhere or is too short to prove anything."""
+    needle = _SPACE.sub(" ", quote).strip().strip(".…").strip()
+    if len(needle.replace(" ", "")) < MIN_QUOTE:
+        return None
+    order = [file] + [p for p in texts if p != file] if file in texts else list(texts)
+    for path in order:
+        flat, offsets = _flatten(texts[path])
+        at = flat.find(needle)
+        if at >= 0:
+            return path, texts[path].count("\n", 0, offsets[at]) + 1, needle
+    return None
+
+
+def _flatten(text: str) -> tuple[str, list[int]]:
+    """Text with whitespace runs collapsed to one space, and the original offset of every kept character."""
+    chars: list[str] = []
+    offsets: list[int] = []
+    space = False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if not space and chars:
+                chars.append(" ")
+                offsets.append(i)
+            space = True
+            continue
+        space = False
+        chars.append(ch)
+        offsets.append(i)
+    return "".join(chars), offsets

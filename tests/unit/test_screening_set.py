@@ -1,0 +1,74 @@
+"""The labelled screening set is consistent: every entry labelled once with known codes, the recorded split is the
+hash split, campaigns never straddle the halves, and the report skips with a message when mirrors are absent."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from skill2env_dagster.reasons import ReasonCode
+
+SET = Path(__file__).resolve().parents[2] / "benchmarks" / "screening_set"
+SCREEN_CODES = {"needs_external_account", "needs_live_service", "needs_hardware", "os_or_gui_specific",
+                "persona_only", "no_actionable_content", "malicious", "harmful"}
+
+
+def _module(name: str):
+    sys.path.insert(0, str(SET))
+    try:
+        spec = importlib.util.spec_from_file_location(name, SET / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # dataclasses resolve their module by name
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(SET))
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return yaml.safe_load((SET / "entries.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def labels():
+    return yaml.safe_load((SET / "labels.yaml").read_text())
+
+
+def test_every_entry_is_labelled_once_with_known_codes(entries, labels):
+    assert len(entries) >= 300
+    assert [e["id"] for e in entries] == [x["id"] for x in labels]
+    assert len({e["id"] for e in entries}) == len(entries)
+    for x in labels:
+        assert set(x["codes"]) <= SCREEN_CODES and all(ReasonCode(c) for c in x["codes"]), x["id"]
+        assert x["why"].strip(), x["id"]
+
+
+def test_recorded_halves_are_the_hash_split_and_campaigns_stay_together(entries):
+    select = _module("select_skills")
+    halves = defaultdict(set)
+    for e in entries:
+        assert e["half"] == select.half_of(e["group"]), e["id"]
+        assert e["id"].startswith(f"{e['repo']}@{e['commit'][:12]}:{e['path']}")
+        halves[e["group"]].add(e["half"])
+    assert all(len(h) == 1 for h in halves.values())
+    assert {e["half"] for e in entries} == {"tune", "test"}
+
+
+def test_the_report_skips_with_a_message_without_mirrors(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("S2E_MIRROR_DIR", str(tmp_path))
+    sys.path.insert(0, str(SET))
+    try:
+        report = importlib.util.spec_from_file_location("screen_corpus_report", SET.parent / "screen_corpus_report.py")
+        mod = importlib.util.module_from_spec(report)
+        report.loader.exec_module(mod)
+        mod.report_set("test", list_errors=False)
+    finally:
+        sys.path.remove(str(SET))
+    out = capsys.readouterr().out
+    assert "screening set skipped: no local mirror for" in out and "AgentWorkers/skills@" in out
