@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from skill2env_dagster.reasons import InputError, ReasonCode
 from skill2env_dagster.skillhub.screen.engine import ScreenSettings
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_SOURCES_FILE = REPO_ROOT / "config" / "sources.yaml"
+# Relative to the working directory (the project folder `dagster dev -w workspace.yaml` runs in), never to the
+# package's own location: an installed wheel has no config folder.
+DEFAULT_SOURCES_FILE = Path("config") / "sources.yaml"
 _SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
@@ -88,7 +89,10 @@ def load_sources_config(path: Path | str | None = None) -> SourcesConfig:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         config = SourcesConfig.model_validate(raw)
     except FileNotFoundError as e:
-        raise InputError(ReasonCode.SOURCE_UNAVAILABLE, f"sources config not found: {path}") from e
+        raise InputError(
+            ReasonCode.SOURCE_UNAVAILABLE,
+            f"sources config not found: {path.resolve()} (set S2E_SOURCES or pass --config)",
+        ) from e
     except (yaml.YAMLError, ValidationError) as e:
         raise InputError(ReasonCode.SOURCE_UNAVAILABLE, f"sources config {path} is invalid: {e}") from e
     return _absolutise(config, path.parent.resolve())
