@@ -69,15 +69,14 @@ class ReasonCode(StrEnum):
     NOP_FAILED = "nop_failed"
     WRONG_SOLUTION_PASSED = "wrong_solution_passed"
     REWARD_MISSING = "reward_missing"
+    WRONG_SOLUTION_TIMEOUT = "wrong_solution_timeout"
+    REWARD_EMPTY = "reward_empty"
     REWARD_INVALID = "reward_invalid"
     VERIFIER_TIMEOUT = "verifier_timeout"
+    IMAGE_LEAKS_GRADING = "image_leaks_grading"
     CANCELLED = "cancelled"
     INTERNAL_ERROR = "internal_error"
-    # --- gates (appended by issue 3) -------------------------------------------------------------
-    REWARD_EMPTY = "reward_empty"
-    WRONG_SOLUTION_TIMEOUT = "wrong_solution_timeout"
-    IMAGE_LEAKS_GRADING = "image_leaks_grading"
-    # --- gates: verifier robustness (mutants, cheats, tamper kit) -------------------------------------------
+    # --- gates: verifier robustness (mutants, cheats, tamper kit) -------------------------------
     VERIFIER_INSENSITIVE = "verifier_insensitive"
     SHORTCUT_PASSED = "shortcut_passed"
     TAMPER_VULNERABLE = "tamper_vulnerable"
