@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from skill2env_dagster.artifacts import AXES, PLANS, SNAPSHOT
+from skill2env_dagster.artifacts import AXES, KNOWLEDGE, PLANS, SNAPSHOT
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
@@ -44,7 +44,7 @@ def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.Asset
     plans_version = asset_code_version(PLANS, prompts_folder)
 
     @dg.asset(
-        name=PLANS.name, partitions_def=skills_partitions, deps=[SNAPSHOT.name], pool="llm",
+        name=PLANS.name, partitions_def=skills_partitions, deps=[KNOWLEDGE.name], pool="llm",
         code_version=plans_version, group_name="planning",
     )
     def workflow_plans(context: dg.AssetExecutionContext, llm: LLMResource,

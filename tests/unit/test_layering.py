@@ -8,7 +8,7 @@ import pytest
 
 import skill2env_dagster
 
-DOMAIN_PACKAGES = ["models", "skillhub", "planning", "llm", "tasks", "gates", "probe", "export"]
+DOMAIN_PACKAGES = ["models", "skillhub", "knowledge", "planning", "llm", "tasks", "gates", "probe", "export"]
 
 
 def _modules() -> list[str]:
