@@ -90,8 +90,23 @@ def rules_in(block: Block) -> list[tuple[Rule, str]]:
     return out
 
 
+_VERB = (r"(?:use|uses|add|call|set|put|include|pass|write|commit|run|import|rely on|depend on|hard-?code|store|log|"
+         r"return|expose|mix|nest|create|wrap|access|modify|edit|fall back to|invoke|send|print|leave|keep|apply|"
+         r"specify|save|contain|start with|end with|prefix with|mark with|type|name)")
+_FORBID = [
+    re.compile(rf"\b(?:never|do not|don't|must not|mustn't|should not|shouldn't|cannot|can't|avoid)\s+(?:ever\s+)?"
+               rf"(?:{_VERB}\s+)?(?:[\w-]+\s+){{0,2}}`([^`]{{1,60}})`", re.I),
+    re.compile(r"`([^`]{1,60})`\s+(?:is|are)\s+(?:not allowed|forbidden|deprecated|banned|prohibited|not permitted)",
+               re.I),
+    re.compile(r"^\s*(?:no|never)\s+`([^`]{1,60})`", re.I),
+]
+_REQUIRE = re.compile(rf"\b(?:always|must|should|need to|be sure to|make sure to)\s+(?:also\s+)?{_VERB}\s+"
+                      rf"(?:[\w-]+\s+){{0,2}}`([^`]{{1,60}})`", re.I)
+
+
 def token_rules(rule: Rule, raw_text: str) -> list[TokenRule]:
-    """Tokens a rule forbids, requires or wants replaced, from its code spans."""
+    """Tokens a rule forbids, requires or wants replaced: only when the code span is the object of the rule's verb
+    ("never use `X`", "always call `Y`", "use `A` instead of `B`"), not merely a span in a sentence with a modal."""
     out: list[TokenRule] = []
     for rx in _REPLACE:
         for m in rx.finditer(raw_text):
@@ -106,18 +121,13 @@ def token_rules(rule: Rule, raw_text: str) -> list[TokenRule]:
                                  exception=rule.exception, ref=rule.ref))
     if out:
         return out
-    spans = [s for s in rule.tokens if 2 <= len(s) <= 60]
-    if not spans:
-        return out
-    if rule.modality in ("must_not", "should_not"):
-        # The forbidden token is the first span after the negation.
-        neg = _MODALS[0][1].search(rule.text) or _MODALS[1][1].search(rule.text)
-        after = rule.text[neg.end():] if neg else rule.text
-        first = next((s for s in spans if s in after), spans[0])
-        out.append(TokenRule(polarity="forbid", token=first, text=rule.text, exception=rule.exception, ref=rule.ref))
-    elif rule.modality == "must" and len(spans) == 1:
-        out.append(TokenRule(polarity="require", token=spans[0], text=rule.text, exception=rule.exception,
-                             ref=rule.ref))
+    for rx in _FORBID:
+        if m := rx.search(raw_text):
+            return [TokenRule(polarity="forbid", token=m.group(1).strip(), text=rule.text, exception=rule.exception,
+                              ref=rule.ref)]
+    if m := _REQUIRE.search(raw_text):
+        return [TokenRule(polarity="require", token=m.group(1).strip(), text=rule.text, exception=rule.exception,
+                          ref=rule.ref)]
     return out
 
 

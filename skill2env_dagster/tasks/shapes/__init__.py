@@ -1,0 +1,11 @@
+"""The shape library: world + verifier families, each realising one archetype/verifier combination from one
+family of the skill's predicates. Order matters only as the last tie-break when several shapes fit."""
+
+from __future__ import annotations
+
+from skill2env_dagster.tasks.shapes.base import Shape
+from skill2env_dagster.tasks.shapes.entry_audit import EntryAudit
+
+SHAPES: list[Shape] = [EntryAudit()]
+
+__all__ = ["SHAPES", "Shape"]
