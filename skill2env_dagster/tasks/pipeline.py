@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field
 from skill2env_dagster.gates.reuse import record_creation_gate
 from skill2env_dagster.knowledge import extract_knowledge
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
-from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
+from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord

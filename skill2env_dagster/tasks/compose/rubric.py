@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from skill2env_dagster.knowledge.rules import modality
 from skill2env_dagster.models.blueprint import Predicate
 from skill2env_dagster.models.knowledge import Pitfall, SkillKnowledge
 
@@ -52,8 +53,9 @@ def relevant_pitfalls(k: SkillKnowledge, preds: list[Predicate], limit: int = MA
     """The skill's pitfalls and exclusions that share most words with the rules in play (SKILL.md first)."""
     topic = set().union(*(_words(p.statement + " " + p.subject) for p in preds)) if preds else set()
     files = {p.source.file for p in preds}
-    scored = sorted(k.pitfalls, key=lambda x: (-len(_words(x.text) & topic) - (0.5 if x.ref.file in files else 0),
-                                               x.kind != "exclusion", x.ref.file, x.ref.line))
+    warnings = [x for x in k.pitfalls if x.kind == "pitfall" or modality(x.text)]
+    scored = sorted(warnings, key=lambda x: (-len(_words(x.text) & topic) - (0.5 if x.ref.file in files else 0),
+                                             x.kind != "exclusion", x.ref.file, x.ref.line))
     return [x for x in scored if _words(x.text) & topic][:limit]
 
 

@@ -117,10 +117,21 @@ def _formats(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
     return out
 
 
+_DANGLING = {"with", "and", "or", "of", "to", "for", "the", "a", "an", "in", "on", "by", "from", "into", "as", "at",
+             "via", "using", "per", "that", "if", "when"}
+
+
 def _label(text: str) -> str:
-    """A procedure step's short label: its first clause, at most eight words."""
+    """A procedure step's short label: its first clause (at most eight words, no dangling preposition)."""
     first = re.split(r"[:;—–(]| - |\. ", text, maxsplit=1)[0]
-    return " ".join(first.split()[:8]).rstrip(".,")
+    words = first.split()[:8]
+    while len(words) > 1 and words[-1].lower().strip(".,") in _DANGLING:
+        words.pop()
+    if len(words) < 2:
+        words = text.split()[:8]
+        while len(words) > 1 and words[-1].lower().strip(".,:") in _DANGLING:
+            words.pop()
+    return " ".join(words).strip(" .,:;")
 
 
 def is_ordered(p: Procedure) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from skill2env_dagster.tasks.shapes.base import Shape
 from skill2env_dagster.tasks.shapes.entry_audit import EntryAudit
+from skill2env_dagster.tasks.shapes.run_audit import ChecklistAudit, RunAudit
 
-SHAPES: list[Shape] = [EntryAudit()]
+SHAPES: list[Shape] = [EntryAudit(), RunAudit(), ChecklistAudit()]
 
 __all__ = ["SHAPES", "Shape"]

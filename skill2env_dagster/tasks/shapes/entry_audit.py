@@ -17,7 +17,17 @@ from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, exception
 from skill2env_dagster.tasks.predicates.entry_rules import COMPARATORS, FORMAT_NAMES, number
 from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
 from skill2env_dagster.tasks.shapes.entry_files import (
-    DATA_DIR, NAIVE, NOTES, STALE_NOTES, EntryLayout, edge_ids, layout, make_world, notes, render, solver_source,
+    DATA_DIR,
+    NAIVE,
+    NOTES,
+    STALE_NOTES,
+    EntryLayout,
+    edge_ids,
+    layout,
+    make_world,
+    notes,
+    render,
+    solver_source,
     stale_notes,
 )
 from skill2env_dagster.tasks.verify import cheats
@@ -86,6 +96,7 @@ def entry_metrics(world: EntryWorld, inp: ShapeInput, edges: list[str], expected
                           "the list).", 'got = out["summary"]\n'
                           'if not isinstance(got, dict):\n    return 0.0\n'
                           'listed = Counter(f[1] for f in out["findings"])\n'
+                          'listed["INVALID"] = len(out["invalid"])\n'
                           'pairs = [(k, v) for k, v in got.items() if listed.get(k) == v]\n'
                           'return exact_rate(EXPECTED["counts"], pairs)', ("exact_rate",), ids))
     return out
@@ -221,7 +232,7 @@ class EntryAudit:
                                   "we need to know where."]),
             inputs=f"The records are in {where}{registry}.",
             guidance=f"The rules are quoted in {NOTES}, each under an id (R1, R2, …) in the playbook's own words.",
-            ask="check every record against those rules and list each breach",
+            ask="check every register record against the playbook's rules and list each breach",
             semantics=semantics, deliverable=f"Put the list in {OUT}.", constraints=cons,
             hint="Python 3 is available, and its csv module reads the register.",
             example="E999,R1,57", outputs=[OUT, SUMMARY, "/app/out"],

@@ -1,0 +1,321 @@
+"""audit_report / protocol_conformance (ordered procedures) and audit_report / exact_state (checklists): audit run
+logs against the skill's own procedure and report, per run, whether it followed it and where it broke.
+
+The procedure's steps, their order and which of them are optional are the skill's, quoted verbatim in /app/docs;
+retried steps, skipped optional steps, dry runs and truncated logs are where a naive reading fails.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+
+from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary
+from skill2env_dagster.tasks.compose.docs import notes_doc
+from skill2env_dagster.tasks.compose.instruction import Slots
+from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, pitfall_bullets
+from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
+from skill2env_dagster.tasks.verify import cheats
+from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
+from skill2env_dagster.tasks.worlds.runs import Run, RunWorld, build
+
+RUNS = "/app/runs"
+INDEX = f"{RUNS}/index.csv"
+DOC = "/app/docs/procedure.md"
+STALE = "/app/docs/procedure-v1.md"
+OUT = "/app/out/run_audit.csv"
+SUMMARY = "/app/out/run_summary.json"
+HEADER = "run,verdict,step"
+SUMMARY_BODY = """got = out["summary"]
+if not isinstance(got, dict):
+    return 0.0
+listed = Counter(r[1] for r in out["rows"])
+return exact_rate(EXPECTED["counts"], [(k, v) for k, v in got.items() if listed.get(k) == v])"""
+EDGE_KINDS = {"optional_skip", "retry", "retry_out_of_order", "late_repeat", "dry_run", "truncated", "missing_late"}
+
+LOADER = '''
+def load():
+    rows = read_table(OUT, ["run", "verdict", "step"])
+    if rows is None:
+        return None
+    rows = [r + ("",) * (3 - len(r)) for r in rows]
+    return {"rows": [r[:3] for r in rows], "summary": read_json(SUMMARY)}
+'''
+
+
+def _log(world: RunWorld, run: Run, split: bool, start: dt.datetime) -> str:
+    t = start
+    head = [] if split else [f"# {run.id} operator={run.operator} mode={run.mode}"]
+    lines = [*head, f"{t:%Y-%m-%dT%H:%M:%SZ} started"]
+    for s in run.steps:
+        t += dt.timedelta(minutes=3 + (s * 7) % 11)
+        lines.append(f"{t:%Y-%m-%dT%H:%M:%SZ} done: {world.labels[s - 1]}")
+    if run.truncated:
+        last = lines.pop()
+        lines.append(last[: max(24, len(last) // 2)])
+        return "\n".join(lines)  # no closing line, no final newline: the log was cut off
+    t += dt.timedelta(minutes=2)
+    lines.append(f"{t:%Y-%m-%dT%H:%M:%SZ} finished")
+    return "\n".join(lines) + "\n"
+
+
+SOLVER = r'''
+import json, pathlib, re
+
+SPEC = json.loads(__SPEC__)
+labels = {l: i + 1 for i, l in enumerate(SPEC["labels"])}
+required = [i + 1 for i, o in enumerate(SPEC["optional"]) if not o]
+meta = {}
+if SPEC["index"]:
+    lines = pathlib.Path(SPEC["index"]).read_text().splitlines()
+    head = lines[0].split(",")
+    for ln in lines[1:]:
+        row = dict(zip(head, ln.split(",")))
+        meta[row["run"]] = row
+
+
+def judge(path):
+    text = pathlib.Path(path).read_text()
+    rid = pathlib.Path(path).stem
+    lines = text.splitlines()
+    info = dict(meta.get(rid, {}))
+    if lines and lines[0].startswith("#"):
+        info.update(dict(kv.split("=", 1) for kv in lines[0].split()[2:]))
+    if SPEC["scoped"] and info.get("mode", "live") != "live":
+        return None
+    if not lines or not lines[-1].endswith(" finished"):
+        return rid, "unreadable", ""
+    steps = [labels[m.group(1)] for ln in lines if (m := re.match(r"\S+ done: (.*)$", ln))]
+    missing = [s for s in required if s not in steps]
+    if missing:
+        return rid, "missing", str(missing[0])
+    if SPEC["ordered"]:
+        high = 0
+        for s in steps:
+            if s < high:
+                return rid, "out_of_order", str(s)
+            high = max(high, s)
+    return rid, "compliant", ""
+'''
+
+MAIN = '''
+rows = [r for p in sorted(pathlib.Path(SPEC["dir"]).glob("run-*.log")) if (r := judge(p))]
+out = pathlib.Path(SPEC["out"])
+out.parent.mkdir(parents=True, exist_ok=True)
+out.write_text("\\n".join(["run,verdict,step"] + [",".join(r) for r in rows]) + "\\n")
+if SPEC["summary"]:
+    from collections import Counter
+    pathlib.Path(SPEC["summary"]).write_text(json.dumps(dict(Counter(v for _, v, _ in rows))))
+'''
+
+NAIVE = '''
+# The naive reading: every listed step is required, any repeat is out of order, dry runs count.
+required = list(range(1, len(SPEC["labels"]) + 1))
+SPEC["scoped"] = False
+_judge = judge
+
+
+def judge(path):
+    r = _judge(path)
+    if r and r[1] == "compliant" and SPEC["ordered"]:
+        text = pathlib.Path(path).read_text()
+        steps = [labels[m.group(1)] for ln in text.splitlines() if (m := re.match(r"\\S+ done: (.*)$", ln))]
+        for a, b in zip(steps, steps[1:]):
+            if b <= a:
+                return r[0], "out_of_order", str(b)
+    return r
+'''
+
+
+class RunAudit:
+    name = "run_audit"
+    archetype = "audit_report"
+    verifier = "protocol_conformance"
+    family = "procedure"
+    kinds = frozenset({"order"})
+    max_preds = 1
+    effects = frozenset({"split_sources", "distractor", "dependent", "precondition", "corrupted", "boundary",
+                         "rule_in_docs", "ordering", "multi_rule"})
+
+    def design(self, inp: ShapeInput) -> Design:
+        pred = inp.preds[0]
+        ordered = pred.kind == "order"
+        world = build(pred, 6 + 3 * inp.level, inp.rng("runs"), inp.vocabulary, ordered=ordered,
+                      precondition=inp.has("precondition"), corrupted=inp.has("corrupted"))
+        split = inp.has("split_sources")
+        start = dt.datetime(2024, 3, 4, 8, 0) + dt.timedelta(days=inp.rng("date").randint(0, 300))
+        files: dict[str, str | bytes] = {}
+        for i, run in enumerate(world.runs):
+            files[f"app/runs/{run.id}.log"] = _log(world, run, split, start + dt.timedelta(hours=5 * i))
+        if split:
+            files[INDEX.lstrip("/")] = "run,operator,mode\n" + "".join(
+                f"{r.id},{r.operator},{r.mode}\n" for r in world.runs)
+        files[DOC.lstrip("/")] = notes_doc("Procedure", inp.text, [pred], self._intro(inp, world))
+        if inp.has("distractor"):
+            files[STALE.lstrip("/")] = self._stale(world)
+        expected_map = world.expected()
+        expected = {"rows": sorted([rid, v, s] for rid, (v, s) in expected_map.items()),
+                    "edges": sorted(r.id for r in world.runs if r.kind in EDGE_KINDS and world.in_scope(r)),
+                    "counts": dict(Counter(v for v, _ in expected_map.values()))}
+        metrics = self._metrics(world, expected, inp.has("dependent"))
+        spec = {"labels": world.labels, "optional": world.optional, "ordered": ordered, "scoped": world.scoped,
+                "index": INDEX if split else "", "dir": RUNS, "out": OUT,
+                "summary": SUMMARY if inp.has("dependent") else ""}
+        solver = SOLVER.replace("__SPEC__", repr(json.dumps(spec)))
+        check = CheckScript(LOADER, metrics, {"SEP": '","', "OUT": repr(OUT), "SUMMARY": repr(SUMMARY)},
+                            ("read_table", "read_json"))
+        return Design(
+            shape=self.name, archetype=self.archetype, verifier=self.verifier,
+            objective=f"Audit {len(world.runs)} run logs against the playbook's {pred.subject!r} "
+                      f"{'procedure' if ordered else 'checklist'} and report each run's verdict and breaking step.",
+            env_files=files, docker_lines=["COPY app/ /app/", "RUN mkdir -p /app/out"],
+            slots=self._slots(inp, world, split), check=check, expected=expected, rubric=self._rubric(inp, world),
+            solve=solver_script(solver + MAIN), wrong=solver_script(solver + NAIVE + MAIN),
+            cheats=self._cheats(world), complexity=Complexity(
+                level=inp.sample.complexity, files_to_read=len(world.runs) + 1 + split,
+                rules_in_play=len(world.labels), dependent_steps=1 + inp.has("dependent"), items=len(world.runs)),
+            challenges=self._challenges(inp, world),
+            facts=[f"{RUNS}/run-*.log: {len(world.runs)} run logs, one completed step per line",
+                   f"{DOC}: the playbook's procedure {pred.subject!r}, quoted"]
+            + ([f"{INDEX}: operator and mode per run"] if split else []),
+            boundary=InformationBoundary(
+                stated=["where the logs and the quoted procedure are", "the verdict rules and output format"],
+                discover=["the step order and which steps are optional (in the quoted procedure)"]
+                + (["that dry runs are out of scope (procedure preamble)"] if world.scoped else [])),
+            docs=[DOC], deliverables=[OUT, *([SUMMARY] if inp.has("dependent") else [])],
+        )
+
+    def _intro(self, inp: ShapeInput, world: RunWorld) -> str:
+        scope = (" Only live runs are audited; dry runs rehearse the procedure and are not reviewed."
+                 if world.scoped else "")
+        return (f"Quoted from our {inp.text.name} playbook; the step numbers are the playbook's order."
+                + scope)
+
+    def _stale(self, world: RunWorld) -> str:
+        labels = list(world.labels)
+        if len(labels) >= 3:
+            labels[1], labels[2] = labels[2], labels[1]
+        return ("# Procedure (v1, superseded)\n\nReplaced by procedure.md; kept for history only.\n\n"
+                + "".join(f"{i + 1}. {lab}\n" for i, lab in enumerate(labels)))
+
+    def _metrics(self, world: RunWorld, expected: dict, dependent: bool) -> list[Metric]:
+        out = [
+            Metric("verdicts_exact", "Share of audited runs whose verdict is exactly right (a run listed twice or "
+                   "not audited counts against).",
+                   'return exact_rate({r[0]: r[1] for r in EXPECTED["rows"]}, [(r[0], r[1]) for r in out["rows"]])',
+                   ("exact_rate",), [world.pred.id]),
+            Metric("breaking_steps", "Jaccard of (run, verdict, step) over the runs that broke the procedure.",
+                   'want = [r for r in EXPECTED["rows"] if r[1] != "compliant"]\n'
+                   'got = [r for r in out["rows"] if r[1] != "compliant"]\nreturn jaccard(want, got)',
+                   ("jaccard",), [world.pred.id]),
+        ]
+        edge_rows = [r for r in expected["rows"] if r[0] in set(expected["edges"])]
+        if len(edge_rows) >= 2 and any(r[1] != "compliant" for r in edge_rows):
+            out.append(Metric("wording_runs", "Jaccard of (run, verdict, step) on the runs where the procedure's "
+                              "wording decides (optional steps, retries, late repeats, scope, truncation).",
+                              'keep = set(EXPECTED["edges"])\n'
+                              'return jaccard([r for r in EXPECTED["rows"] if r[0] in keep],\n'
+                              '               [r for r in out["rows"] if r[0] in keep])', ("jaccard",),
+                              [world.pred.id]))
+        if "unreadable" in expected["counts"]:
+            out.append(Metric("unreadable_logs", "Jaccard of the runs reported unreadable against the truncated "
+                              "logs.", 'return jaccard([[r[0]] for r in EXPECTED["rows"] if r[1] == "unreadable"],\n'
+                              '               [[r[0]] for r in out["rows"] if r[1] == "unreadable"])', ("jaccard",)))
+        if dependent:
+            out.append(Metric("summary", "run_summary.json counts the runs per verdict exactly, in agreement with "
+                              "the audit file.", SUMMARY_BODY, ("exact_rate",)))
+        return out
+
+    def _slots(self, inp: ShapeInput, world: RunWorld, split: bool) -> Slots:
+        ordered = world.ordered
+        sem = ["Write one line per audited run under the header `run,verdict,step`, in any order."]
+        if ordered:
+            sem.append("The verdict is `missing` when a required step never appears (step: the lowest-numbered "
+                       "such step), `out_of_order` when a step appears after a later step of the procedure (step: "
+                       "that step), and `compliant` otherwise with an empty step.")
+        else:
+            sem.append("The verdict is `missing` when a required item of the checklist never appears (step: the "
+                       "lowest-numbered such item) and `compliant` otherwise with an empty step; order does not "
+                       "matter.")
+        sem.append("The same step logged twice in a row is a retry, not a second step.")
+        if any(r.truncated for r in world.runs):
+            sem.append("A log that stops before its `finished` line gets the verdict `unreadable` and an empty "
+                       "step.")
+        if inp.has("dependent"):
+            sem.append(f"Then write {SUMMARY} counting the runs per verdict.")
+        if inp.has("distractor"):
+            sem.append(f"The procedure in force is the one in {DOC}.")
+        return Slots(
+            topic=f"the {inp.topic} run review",
+            situation="We follow the playbook's procedure for this work, and a few runs last month went wrong "
+                      "somewhere.",
+            inputs=f"Each .log file in {RUNS} is one run, with one line per completed step"
+                   + (f", and {INDEX} says who ran it and in which mode." if split else "."),
+            guidance=f"The procedure is quoted in {DOC}, numbered as in the playbook.",
+            ask="check every run log against the playbook's procedure and tell me which runs broke it and where",
+            semantics=sem, deliverable=f"Put the result in {OUT}.",
+            constraints=["Do not edit the logs."], hint="Each log line after the timestamp reads `done: <step>`.",
+            example="run-999,missing,2", outputs=[OUT, SUMMARY, "/app/out"])
+
+    def _rubric(self, inp: ShapeInput, world: RunWorld) -> RubricSpec:
+        p = world.pred
+        must = [Bullet(f"Give every audited run its exact verdict and breaking step in {OUT}", "metric:verdicts_exact"),
+                Bullet("Treat retried steps and skipped optional steps as the procedure allows",
+                       "metric:wording_runs")]
+        if inp.has("dependent"):
+            must.append(Bullet(f"Count the verdicts in {SUMMARY} from the same audit", "metric:summary"))
+        avoid = pitfall_bullets(inp.knowledge, [p], 2)
+        avoid.append(Bullet("Flagging a run for skipping a step the procedure marks as optional", p.source.label))
+        optional = [lab for lab, o in zip(world.labels, world.optional, strict=False) if o]
+        steps = "; ".join(f"{i + 1}. {lab}" for i, lab in enumerate(world.labels))
+        practice = [Bullet(f"Follow the playbook's {p.subject!r} procedure in its own order ({steps[:170]})",
+                           p.source.label)]
+        if optional:
+            practice.append(Bullet(f"Read the playbook's wording for {', '.join(optional)[:120]}: it is optional, "
+                                   "so its absence is compliant", p.source.label))
+        details = p.params.get("details") or []
+        if details:
+            practice.append(Bullet(f"Use the step descriptions, e.g. \"{details[0][:140]}\", to match log lines to "
+                                   "steps", p.source.label))
+        return RubricSpec(must, avoid, practice)
+
+    def _cheats(self, world: RunWorld) -> dict[str, str]:
+        ids = sorted(r.id for r in world.runs)
+        return {
+            "all_compliant.sh": cheats.rows(OUT, HEADER, [f"{r},compliant," for r in ids]),
+            "all_missing_first.sh": cheats.rows(OUT, HEADER, [f"{r},missing,1" for r in ids]),
+            "every_verdict.sh": cheats.rows(OUT, HEADER, [f"{r},{v},{s}" for r in ids for v, s in
+                                                            (("compliant", ""), ("missing", "1"),
+                                                             ("out_of_order", "2"))]),
+            "header_only.sh": cheats.header_only(OUT, HEADER),
+            "example_only.sh": cheats.rows(OUT, HEADER, ["run-999,missing,2"]),
+        }
+
+    def _challenges(self, inp: ShapeInput, world: RunWorld) -> list[Challenge]:
+        text = {
+            "split_sources": ("operator and mode are in runs/index.csv, not in the logs", ["verdicts_exact"]),
+            "distractor": ("a superseded v1 of the procedure with two steps swapped sits next to the current one",
+                           ["breaking_steps"]),
+            "dependent": ("run_summary.json must count the verdicts of the audit", ["summary"]),
+            "precondition": ("dry runs break the procedure but are out of scope", ["wording_runs"]),
+            "corrupted": ("a truncated log must be reported unreadable", ["unreadable_logs"]),
+            "boundary": ("optional steps and retries are compliant; a late repeat is not", ["wording_runs"]),
+            "rule_in_docs": ("the step order and optional steps are only in the quoted procedure",
+                             ["breaking_steps"]),
+            "ordering": ("the procedure's order decides which runs are out of order", ["breaking_steps"]),
+            "multi_rule": ("both missing and out-of-order runs must be told apart", ["breaking_steps"]),
+        }
+        return [Challenge(pattern="", dimension="", effect=e, instantiation=text[e][0], tested_by=text[e][1])
+                for e in inp.effects if e in text]
+
+
+class ChecklistAudit(RunAudit):
+    """The same world for an unordered checklist: every required item must appear, order is free."""
+
+    name = "checklist_audit"
+    verifier = "exact_state"
+    family = "checklist"
+    kinds = frozenset({"coverage"})
+    effects = frozenset({"split_sources", "dependent", "precondition", "corrupted", "boundary", "rule_in_docs",
+                         "multi_rule"})
