@@ -6,7 +6,8 @@ from __future__ import annotations
 from skill2env_dagster.tasks.shapes.base import Shape
 from skill2env_dagster.tasks.shapes.entry_audit import EntryAudit
 from skill2env_dagster.tasks.shapes.run_audit import ChecklistAudit, RunAudit
+from skill2env_dagster.tasks.shapes.table_cases import TableCases
 
-SHAPES: list[Shape] = [EntryAudit(), RunAudit(), ChecklistAudit()]
+SHAPES: list[Shape] = [EntryAudit(), RunAudit(), ChecklistAudit(), TableCases()]
 
 __all__ = ["SHAPES", "Shape"]
