@@ -7,7 +7,8 @@ from skill2env_dagster.tasks.shapes.base import Shape
 from skill2env_dagster.tasks.shapes.entry_audit import EntryAudit
 from skill2env_dagster.tasks.shapes.run_audit import ChecklistAudit, RunAudit
 from skill2env_dagster.tasks.shapes.table_cases import TableCases
+from skill2env_dagster.tasks.shapes.template_doc import TemplateAuthor, TemplateRepair
 
-SHAPES: list[Shape] = [EntryAudit(), RunAudit(), ChecklistAudit(), TableCases()]
+SHAPES: list[Shape] = [EntryAudit(), RunAudit(), ChecklistAudit(), TableCases(), TemplateAuthor(), TemplateRepair()]
 
 __all__ = ["SHAPES", "Shape"]
