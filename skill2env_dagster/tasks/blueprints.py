@@ -46,7 +46,7 @@ class Planned:
 def shape_order(sample: AxisSample, fams: dict[str, list[Candidate]], used: Sequence[str],
                 focus: str | None = None) -> list[tuple[Shape, str]]:
     """Shapes to try, each with the reason it was chosen ('' = the sampled combination itself)."""
-    fit = [s for s in SHAPES if any(c.kind in s.kinds for c in fams.get(s.family, []))]
+    fit = [s for s in SHAPES if any(_usable(s, c) for c in fams.get(s.family, []))]
     tiers: list[tuple[list[Shape], str]] = [
         ([s for s in fit if (s.archetype, s.verifier) == (sample.archetype, sample.primary_verifier_pattern)], ""),
         ([s for s in fit if s.verifier == sample.primary_verifier_pattern],
@@ -69,9 +69,14 @@ def shape_order(sample: AxisSample, fams: dict[str, list[Candidate]], used: Sequ
     return out
 
 
+def _usable(shape: Shape, c: Candidate) -> bool:
+    accepts = getattr(shape, "accepts", None)
+    return c.kind in shape.kinds and (accepts is None or accepts(c.predicate))
+
+
 def pick_predicates(shape: Shape, cands: list[Candidate], level: int, variant: int) -> list[Predicate]:
     """The predicates in play: the family's best, rotated by variant so a skill's tasks vary, numbered R1…"""
-    usable = [c for c in cands if c.kind in shape.kinds]
+    usable = [c for c in cands if _usable(shape, c)]
     if not usable:
         return []
     start = variant % len(usable)

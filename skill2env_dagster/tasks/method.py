@@ -35,7 +35,7 @@ _PLAIN = _NOISE | {
     "data", "output", "input", "result", "results", "value", "values", "code", "text", "line", "lines", "first",
     "step", "steps", "following", "based", "different", "specific", "including", "include", "provide", "provides",
     "support", "supports", "available", "common", "important", "required", "optional", "create", "check", "ensure",
-    "want", "good", "best", "note", "notes", "work", "works", "working", "time", "following", "section", "sections",
+    "want", "good", "best", "note", "notes", "work", "works", "working", "time", "section", "sections",
     "guide", "default", "custom", "simple", "multiple", "single", "main", "new", "type", "types", "list", "return",
     "returns", "number", "format", "version", "run", "running", "set", "get", "add", "instead", "without", "within",
     "across", "key", "keys", "task", "tasks", "request", "user", "files", "path", "paths", "directory", "folder",

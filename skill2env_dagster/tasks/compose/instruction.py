@@ -49,6 +49,11 @@ class Slots:
     outputs: list[str] = field(default_factory=list)  # declared output paths (may not exist before solving)
 
 
+def join_words(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def role(persona: str) -> str:
     return _ROLE.get(persona, f"working as a {persona.replace('_', ' ')}")
 

@@ -29,7 +29,9 @@ _ORDERED_TITLE = re.compile(r"\b(workflow|procedure|process|steps?|phases?|stage
 _UNORDERED_TITLE = re.compile(r"\b(tips?|best practices?|principles?|notes?|pitfalls?|mistakes?|guidelines?|rules?|"
                               r"considerations?|ideas?|examples?|features?|capabilities|benefits)\b", re.I)
 _GENERIC_SUBJECT = {"it", "this", "that", "there", "they", "you", "we", "now", "s", "issue", "example", "e.g", "use",
-                    "value", "values", "total", "number", "result", "results", "data", "time", "more", "less"}
+                    "value", "values", "total", "number", "result", "results", "data", "time", "more", "less",
+                    "the", "a", "an", "each", "every", "all", "any", "your", "our", "its", "their", "of", "for", "to",
+                    "in", "on", "with", "and", "or", "is", "are", "be", "should", "must"}
 _PRESCRIPTIVE = re.compile(r"\b(keep|limit|max(?:imum)?|min(?:imum)?|at most|at least|no more than|no longer than|"
                            r"must|should|never|always|within|cap|require[sd]?|target|aim for|ensure|only)\b", re.I)
 

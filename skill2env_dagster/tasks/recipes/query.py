@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 
 from skill2env_dagster.tasks.recipes.base import (
-    PY_CHECK_HEAD, Brief, Design, RecipeInput, Rubric, python_reward_prelude,
+    PY_CHECK_HEAD,
+    Brief,
+    Design,
+    RecipeInput,
+    Rubric,
+    python_reward_prelude,
 )
 from skill2env_dagster.tasks.recipes.fixtures import RESERVED, Records, make_records
 from skill2env_dagster.tasks.standins.seeded_db import insert_sql, seeded_db

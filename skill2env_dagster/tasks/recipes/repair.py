@@ -85,8 +85,8 @@ class RepairRecipe:
                    "Rows with any other status (void, hold) do not count, and a file with only the header must "
                    "print nothing and succeed.",
                    "Keep the script at the same path with the same calling convention; it will be run on other logs."],
-            deliverable=f"/app/samples/sample.csv with /app/samples/sample.expected shows one input and the exact "
-                        f"output the fixed script must print.",
+            deliverable="/app/samples/sample.csv with /app/samples/sample.expected shows one input and the exact "
+                        "output the fixed script must print.",
             example=example,
             novice_hint="The script is bash around a single awk program; run it on the sample to see the problem.",
         )

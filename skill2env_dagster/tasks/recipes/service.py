@@ -10,7 +10,13 @@ import json
 import re
 
 from skill2env_dagster.tasks.recipes.base import (
-    PY_CHECK_HEAD, Brief, Design, RecipeInput, Rubric, python_reward_prelude, slug,
+    PY_CHECK_HEAD,
+    Brief,
+    Design,
+    RecipeInput,
+    Rubric,
+    python_reward_prelude,
+    slug,
 )
 from skill2env_dagster.tasks.recipes.fixtures import make_records
 from skill2env_dagster.tasks.standins.http_stub import STATE_FILE, StubContract, stub_service

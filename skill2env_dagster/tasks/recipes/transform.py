@@ -72,7 +72,7 @@ class TransformRecipe:
 
     def _brief(self, inp, rec: Records, data, out, header, exp) -> Brief:
         rules = [
-            f"Only rows whose status is ok count; void rows are cancelled entries and must be left out.",
+            "Only rows whose status is ok count; void rows are cancelled entries and must be left out.",
             f"Each line of the report gives the {rec.category_col}, how many ok rows it has, and the sum of their "
             f"{rec.measure_col}, ordered by that total from largest to smallest (ties by {rec.category_col} name).",
         ]

@@ -12,7 +12,7 @@ import json
 from collections import Counter
 
 from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary, Predicate
-from skill2env_dagster.tasks.compose.instruction import Slots
+from skill2env_dagster.tasks.compose.instruction import Slots, join_words
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, exception_bullet, pitfall_bullets, rule_bullet
 from skill2env_dagster.tasks.predicates.entry_rules import COMPARATORS, FORMAT_NAMES, number
 from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
@@ -204,7 +204,7 @@ class EntryAudit:
     def _slots(self, inp: ShapeInput, world: EntryWorld, lay: EntryLayout) -> Slots:
         rng = inp.rng("slots")
         tops = sorted(lay.files)
-        where = tops[0] if len(tops) == 1 else ", ".join(tops[:-1]) + " and " + tops[-1]
+        where = join_words(tops)
         registry = " with each record's status and context in /app/register/registry.csv" if lay.registry else ""
         semantics = ["Write one line per record and rule it breaks, under the header `id,rule,evidence`, in any "
                      "order; evidence is the measured number for a limit, the offending token, or the offending "

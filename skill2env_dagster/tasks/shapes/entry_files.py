@@ -59,9 +59,10 @@ def _row(e: Entry, lay: EntryLayout) -> list[str]:
 def render(world: EntryWorld, lay: EntryLayout) -> dict[str, str]:
     """environment/ files (relative paths) for the data and the registry."""
     nl = "\r\n" if lay.crlf else "\n"
+    by_id = {e.id: e for e in world.entries}  # the layout groups ids; the values come from this world
     out: dict[str, str] = {}
     for path, entries in lay.files.items():
-        lines = [lay.sep.join(lay.columns)] + [lay.sep.join(_row(e, lay)) for e in entries]
+        lines = [lay.sep.join(lay.columns)] + [lay.sep.join(_row(by_id[e.id], lay)) for e in entries]
         out[path.lstrip("/")] = nl.join(lines) + nl
     if lay.registry:
         head = ["id", *(["status"] if world.scoped else []), *(["context"] if world.exempt else [])]
@@ -266,3 +267,37 @@ def edge_ids(world: EntryWorld) -> list[str]:
                   if e.context or not world.in_scope(e)
                   or any(r in ("boundary", "near_miss") for r in e.roles.values()))
 
+
+
+def single_layout(world: EntryWorld, path: str) -> EntryLayout:
+    """One comma-separated file with status and context inline (the form a program's input takes)."""
+    meta = (["status"] if world.scoped else []) + (["context"] if world.exempt else [])
+    return EntryLayout(files={path: list(world.entries)}, sep=",", crlf=False, registry=False,
+                       columns=["id", *meta, *world.columns])
+
+
+def csv_text(world: EntryWorld, path: str = "input.csv") -> str:
+    lay = single_layout(world, path)
+    return render(world, lay)[path.lstrip("/")]
+
+
+def variant(inp: ShapeInput, salt: int) -> ShapeInput:
+    """The same predicates and effects with another seed: hidden inputs the solver never sees."""
+    return ShapeInput(**{**inp.__dict__, "seed": inp.seed * 7919 + salt})
+
+
+def hidden_worlds(inp: ShapeInput, count: int, columns: list[str]) -> list[EntryWorld]:
+    """Worlds for hidden inputs, with the visible world's columns (retried seeds until they match)."""
+    out: list[EntryWorld] = []
+    salt = 100
+    while len(out) < count and salt < 100 + 20 * count:
+        salt += 1
+        try:
+            w = make_world(variant(inp, salt), n=8 + 2 * len(out), teams=1)
+        except ValueError:
+            continue
+        if w.columns == columns:
+            out.append(w)
+    if len(out) < count:
+        raise ValueError("could not make hidden inputs with the same columns")
+    return out

@@ -60,13 +60,23 @@ def exact_rate(want, got):
     return right / max(len(want), len(seen))
 ''',
     "run_tool": '''
+import os
 import subprocess
 
 
-def run_tool(argv, timeout=20):
-    """stdout lines of the solver's program, or None when it is missing, fails or times out."""
+def run_tool(argv, timeout=20, stdin_text=None):
+    """stdout lines of the solver's program, or None when it is missing, fails or times out. A program without the
+    exec bit is run with the interpreter its shebang names."""
+    tool = argv[0]
+    if not os.path.isfile(tool):
+        return None
+    if not os.access(tool, os.X_OK):
+        first = open(tool, "rb").read(200).split(b"\\n", 1)[0].decode(errors="replace")
+        if not first.startswith("#!"):
+            return None
+        argv = first[2:].split() + list(argv)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=stdin_text)
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
