@@ -319,3 +319,137 @@ class ChecklistAudit(RunAudit):
     kinds = frozenset({"coverage"})
     effects = frozenset({"split_sources", "dependent", "precondition", "corrupted", "boundary", "rule_in_docs",
                          "multi_rule"})
+
+
+NEXT = "/app/out/next_steps.csv"
+RESUME_LOADER = '''
+def load():
+    rows = read_table(OUT, ["run", "next"])
+    if rows is None:
+        return None
+    return [(r[0], r[1] if len(r) > 1 else "") for r in rows]
+'''
+RESUME_SOLVER = r'''
+import json, pathlib, re
+
+SPEC = json.loads(__SPEC__)
+labels = {l: i + 1 for i, l in enumerate(SPEC["labels"])}
+required = [i + 1 for i, o in enumerate(SPEC["optional"]) if not o]
+rows = []
+for path in sorted(pathlib.Path(SPEC["dir"]).glob("run-*.log")):
+    steps = [labels[m.group(1)] for ln in path.read_text().splitlines() if (m := re.match(r"\S+ done: (.*)$", ln))]
+    left = [s for s in required if s not in steps]
+    rows.append((path.stem, str(left[0]) if left else "done"))
+'''
+RESUME_NAIVE = '''
+# The naive plan: the step after the last one logged, optional or not.
+rows = []
+for path in sorted(pathlib.Path(SPEC["dir"]).glob("run-*.log")):
+    steps = [labels[m.group(1)] for ln in path.read_text().splitlines() if (m := re.match(r"\\S+ done: (.*)$", ln))]
+    nxt = (max(steps) + 1) if steps else 1
+    rows.append((path.stem, str(nxt) if nxt <= len(SPEC["labels"]) else "done"))
+'''
+RESUME_MAIN = '''
+out = pathlib.Path(SPEC["out"])
+out.parent.mkdir(parents=True, exist_ok=True)
+out.write_text("\\n".join(["run,next"] + [",".join(r) for r in rows]) + "\\n")
+'''
+
+
+class RunResume:
+    """plan_decide / exact_state: in-progress runs of the skill's procedure; plan each run's next step."""
+
+    name = "run_resume"
+    archetype = "plan_decide"
+    verifier = "exact_state"
+    family = "procedure"
+    kinds = frozenset({"order"})
+    max_preds = 1
+    effects = frozenset({"boundary", "rule_in_docs", "ordering", "dependent", "multi_rule"})
+
+    def design(self, inp: ShapeInput) -> Design:
+        from skill2env_dagster.tasks.worlds.runs import build_partial, next_step
+
+        pred = inp.preds[0]
+        world, runs = build_partial(pred, 7 + 3 * inp.level, inp.rng("resume"))
+        start = dt.datetime(2024, 5, 6, 8, 0) + dt.timedelta(days=inp.rng("date").randint(0, 200))
+        files: dict[str, str | bytes] = {}
+        for i, r in enumerate(runs):
+            t = start + dt.timedelta(hours=3 * i)
+            lines = [f"{t:%Y-%m-%dT%H:%M:%SZ} started"]
+            for s in r.steps:
+                t += dt.timedelta(minutes=4 + s % 7)
+                lines.append(f"{t:%Y-%m-%dT%H:%M:%SZ} done: {world.labels[s - 1]}")
+            files[f"app/runs/{r.id}.log"] = "\n".join(lines) + "\n"
+        files[DOC.lstrip("/")] = notes_doc("Procedure", inp.text, [pred],
+                                           f"Quoted from our {inp.text.name} playbook; the step numbers are the "
+                                           "playbook's order.")
+        answers = {r.id: next_step(world, r.steps) for r in runs}
+        skipped = sorted(r.id for r in runs if r.kind in ("skipped_earlier", "optional_next", "retry"))
+        expected = {"answers": answers, "edges": skipped}
+        spec = {"labels": world.labels, "optional": world.optional, "dir": RUNS, "out": NEXT}
+        solver = RESUME_SOLVER.replace("__SPEC__", repr(json.dumps(spec)))
+        metrics = [Metric("next_exact", "Share of runs whose next step (or done) is exactly right.",
+                          'return exact_rate(EXPECTED["answers"], out)', ("exact_rate",), [pred.id])]
+        if len(skipped) >= 2:
+            metrics.append(Metric("wording_runs", "Jaccard of (run, next) on runs where the procedure's wording "
+                                  "decides: a required step skipped earlier, an optional step ahead, a retry.",
+                                  'keep = set(EXPECTED["edges"])\n'
+                                  'return jaccard([(r, n) for r, n in EXPECTED["answers"].items() if r in keep],\n'
+                                  '               [(r, n) for r, n in out if r in keep])', ("jaccard",), [pred.id]))
+        metrics.append(Metric("finished_runs", "Jaccard of the runs reported done against the runs with every "
+                              "required step completed.",
+                              'return jaccard([[r] for r, n in EXPECTED["answers"].items() if n == "done"],\n'
+                              '               [[r] for r, n in out if n == "done"])', ("jaccard",), [pred.id]))
+        check = CheckScript(RESUME_LOADER, metrics, {"SEP": '","', "OUT": repr(NEXT)}, ("read_table",))
+        ids = sorted(answers)
+        optional = [lab for lab, o in zip(world.labels, world.optional, strict=False) if o]
+        slots = Slots(
+            topic=f"the {inp.topic} hand-over",
+            situation="Several runs of the playbook's procedure were interrupted at shift change, and whoever picks "
+                      "them up needs to know where to continue.",
+            inputs=f"Each .log file in {RUNS} is one unfinished run, with one line per completed step.",
+            guidance=f"The procedure is quoted in {DOC}, numbered as in the playbook.",
+            ask="work out, for every run, which step of the procedure has to be done next",
+            semantics=["The next step is the lowest-numbered step the procedure requires that the run has not "
+                       "completed yet, even if a later step was already logged; steps the procedure marks as "
+                       "optional are never required.",
+                       "A run with every required step completed gets `done`.",
+                       "Write one line per run under the header `run,next`, with the step number or `done`."],
+            deliverable=f"Put the plan in {NEXT}.", constraints=["Do not edit the logs."],
+            hint="Match each log line's text after `done: ` to the procedure's steps.",
+            example="run-999,3", outputs=[NEXT, "/app/out"])
+        return Design(
+            shape=self.name, archetype=self.archetype, verifier=self.verifier,
+            objective=f"Plan the next step of {len(runs)} interrupted runs of the playbook's {pred.subject!r} "
+                      "procedure.",
+            env_files=files, docker_lines=["COPY app/ /app/", "RUN mkdir -p /app/out"], slots=slots, check=check,
+            expected=expected,
+            rubric=RubricSpec(
+                [Bullet(f"Give every run its exact next required step, or done, in {NEXT}", "metric:next_exact"),
+                 Bullet("Go back to a required step a run skipped, even after later steps", "metric:wording_runs")],
+                [*pitfall_bullets(inp.knowledge, [pred], 2),
+                 Bullet("Planning an optional step as the next required one", pred.source.label)],
+                [Bullet(f"Follow the playbook's {pred.subject!r} order: "
+                        + "; ".join(f"{i + 1}. {lab}" for i, lab in enumerate(world.labels))[:170], pred.source.label)]
+                + ([Bullet(f"Read the playbook's wording for {', '.join(optional)[:100]}: optional, never required",
+                           pred.source.label)] if optional else [])),
+            solve=solver_script(solver + RESUME_MAIN), wrong=solver_script(solver + RESUME_NAIVE + RESUME_MAIN),
+            cheats={"all_first_step.sh": cheats.rows(NEXT, "run,next", [f"{r},1" for r in ids]),
+                    "all_done.sh": cheats.rows(NEXT, "run,next", [f"{r},done" for r in ids]),
+                    "header_only.sh": cheats.header_only(NEXT, "run,next"),
+                    "example_only.sh": cheats.rows(NEXT, "run,next", ["run-999,3"])},
+            complexity=Complexity(level=inp.sample.complexity, files_to_read=len(runs) + 1,
+                                  rules_in_play=len(world.labels), dependent_steps=2, items=len(runs)),
+            challenges=[Challenge(pattern="", dimension="", effect=e, instantiation=t, tested_by=["wording_runs"])
+                        for e, t in {"boundary": "optional steps are never next; a retry is not progress",
+                                     "rule_in_docs": "the order and the optional steps are only in the procedure",
+                                     "ordering": "a required step skipped earlier comes before later ones",
+                                     "dependent": "each run's plan depends on what its log already holds",
+                                     "multi_rule": "runs stand at different points of the procedure"}.items()
+                        if e in inp.effects],
+            facts=[f"{RUNS}/run-*.log: {len(runs)} unfinished runs", f"{DOC}: the procedure, quoted"],
+            boundary=InformationBoundary(stated=["where the logs and the procedure are", "what 'next' means"],
+                                         discover=["the step order and which steps are optional"]),
+            docs=[DOC], deliverables=[NEXT],
+        )

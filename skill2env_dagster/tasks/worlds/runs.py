@@ -143,3 +143,59 @@ def _require_spread(world: RunWorld) -> None:
         raise ValueError("runs: compliant share must be between one run and half of the runs")
     if sum(v != "compliant" for v in verdicts) < 2:
         raise ValueError("runs: fewer than two non-compliant runs")
+
+
+@dataclass
+class PartialRun:
+    id: str
+    steps: list[int]  # completed steps in log order
+    kind: str  # fresh | progressing | skipped_earlier | optional_next | finished | retry
+
+
+def next_step(world: RunWorld, steps: list[int]) -> str:
+    """The step to do next: the lowest-numbered required step not yet completed, or `done`."""
+    left = [s for s in world.required() if s not in steps]
+    return str(left[0]) if left else "done"
+
+
+def build_partial(pred: Predicate, n_runs: int, rng: random.Random) -> tuple[RunWorld, list[PartialRun]]:
+    """In-progress runs whose next step a solver must plan from the procedure: some skipped a required step
+    earlier (it comes next, not the one after the last logged step), some stand before an optional step (which is
+    not next), some are finished."""
+    labels: list[str] = list(pred.params["steps"])
+    optional: list[bool] = list(pred.params.get("optional") or [False] * len(labels))
+    if all(optional):
+        optional = [False] * len(labels)
+    world = RunWorld(pred, True, labels, optional, [], False)
+    req = world.required()
+    kinds = ["progressing", "skipped_earlier", "finished", "retry", "fresh"]
+    kinds += ["optional_next"] if any(optional) else ["skipped_earlier"]
+    runs = []
+    for i in range(n_runs):
+        kind = kinds[i % len(kinds)]
+        cut = rng.randint(1, max(1, len(labels) - 1))
+        steps = [s for s in range(1, cut + 1) if not optional[s - 1] or rng.random() < 0.5]
+        if kind == "fresh":
+            steps = []
+        elif kind == "finished":
+            steps = [s for s in range(1, len(labels) + 1) if not optional[s - 1] or rng.random() < 0.5]
+        elif kind == "skipped_earlier" and len([s for s in steps if s in req]) >= 2:
+            gone = rng.choice([s for s in steps if s in req][:-1])
+            steps = [s for s in steps if s != gone]
+        elif kind == "optional_next" and any(optional):
+            j = rng.choice([k for k, o in enumerate(optional) if o])
+            steps = [s for s in range(1, j + 1) if not optional[s - 1]]
+        elif kind == "retry" and steps:
+            steps = [*steps, steps[-1]]
+        runs.append(PartialRun(f"run-{i + 1:03d}", steps, kind))
+    rng.shuffle(runs)
+    for i, r in enumerate(runs):
+        r.id = f"run-{i + 1:03d}"
+    answers = [next_step(world, r.steps) for r in runs]
+    if max(answers.count(a) for a in set(answers)) > 0.5 * len(answers) or len(set(answers)) < 3:
+        raise ValueError("runs: next steps too uniform")
+    naive = [str(max(r.steps) + 1) if r.steps and max(r.steps) < len(labels) else "done" if r.steps else "1"
+             for r in runs]
+    if sum(a != b for a, b in zip(answers, naive, strict=True)) < 2:
+        raise ValueError("runs: 'the step after the last one logged' would be right almost everywhere")
+    return world, runs
