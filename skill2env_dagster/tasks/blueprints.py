@@ -30,6 +30,7 @@ from skill2env_dagster.tasks.shapes import SHAPES
 from skill2env_dagster.tasks.shapes.base import Design, Shape, ShapeError, ShapeInput, rules_for_level
 
 # Effects added with the level (after the sampled one) when the shape supports them: each adds required steps.
+SEED_ATTEMPTS = 4
 LEVEL_EFFECTS = {2: ("dependent", "split_sources", "multi_rule"), 3: ("split_sources", "distractor", "corrupted")}
 
 
@@ -147,12 +148,20 @@ def plan_task(skill: SkillRecord, knowledge: SkillKnowledge, workflow: Workflow,
         if not preds:
             continue
         effects, pattern_reason = pick_effects(shape, sample, level, pool, rng)
-        inp = ShapeInput(skill, knowledge, workflow, sample, preds, [e for e, _, _ in effects], seed, vocabulary,
-                         text)
-        try:
-            design = shape.design(inp)
-        except (ShapeError, ValueError) as e:
-            tried.append(f"{shape.name}: {e}")
+        design = None
+        for attempt in range(SEED_ATTEMPTS):  # a world that cannot honour its invariants gets another seed
+            inp = ShapeInput(skill, knowledge, workflow, sample, preds, [e for e, _, _ in effects],
+                             seed + 7_919 * attempt, vocabulary, text)
+            try:
+                design = shape.design(inp)
+                break
+            except ShapeError as e:
+                tried.append(f"{shape.name}: {e}")
+                break
+            except ValueError as e:
+                if attempt == SEED_ATTEMPTS - 1:
+                    tried.append(f"{shape.name}: {e}")
+        if design is None:
             continue
         why = reason if not tried else f"{reason}; tried first: {' | '.join(tried)}"
         return Planned(_blueprint(task_name, skill, workflow, sample, design, preds, effects, why.strip("; "),
