@@ -29,10 +29,25 @@ COUNTS = "/app/out/counts.json"
 
 LOADER = '''
 def load():
-    rows = read_table(OUT, ["case", ANSWER])
+    rows = read_table(OUT, ["case", ANSWER] + (["line"] if EVIDENCE else []))
     if rows is None:
         return None
-    return {"rows": [(r[0], r[1] if len(r) > 1 else "") for r in rows], "counts": read_json(COUNTS)}
+    rows = [r + ("", "") for r in rows]
+    return {"rows": [(r[0], r[1]) for r in rows], "cited": [r[:3] for r in rows], "counts": read_json(COUNTS)}
+'''
+EVIDENCE_SOLVER = '''
+_value = answer
+
+
+def answer(text):
+    got = _value(text)
+    if got == "unknown":
+        return "unknown\\t"
+    if SPEC["mode"] == "classify":
+        low = text.lower()
+        word = next(w for w in SPEC["mapping"] if re.search(r"(?<![\\w-])" + re.escape(w) + r"(?![\\w-])", low))
+        return got + "\\t" + SPEC["lines"][word]
+    return got + "\\t" + SPEC["lines"][text.strip().lower()]
 '''
 
 SOLVER = r'''
@@ -49,20 +64,23 @@ def answer(text):
     return SPEC["mapping"].get(text.strip().lower(), "unknown")
 
 
-status = {}
-if SPEC["status"]:
-    for ln in pathlib.Path(SPEC["status"]).read_text().splitlines()[1:]:
-        cid, st = ln.split("\t")
-        status[cid] = st
-rows = []
-for ln in pathlib.Path(SPEC["cases"]).read_text().splitlines()[1:]:
-    cid, text = ln.split("\t", 1)
-    if status.get(cid, "open") != "open":
-        continue
-    rows.append((cid, answer(text)))
+def collect():
+    status = {}
+    if SPEC["status"]:
+        for ln in pathlib.Path(SPEC["status"]).read_text().splitlines()[1:]:
+            cid, st = ln.split("\t")
+            status[cid] = st
+    rows = []
+    for ln in pathlib.Path(SPEC["cases"]).read_text().splitlines()[1:]:
+        cid, text, *rest = ln.split("\t")
+        if status.get(cid, rest[0] if rest else "open") != "open":
+            continue
+        rows.append((cid, answer(text)))
+    return rows
 '''
 
 MAIN = '''
+rows = collect()
 out = pathlib.Path(SPEC["out"])
 out.parent.mkdir(parents=True, exist_ok=True)
 out.write_text("\\n".join(["case\\t" + SPEC["answer_col"]] + ["\\t".join(r) for r in rows]) + "\\n")
@@ -87,8 +105,9 @@ def answer(text):
     return "unknown"
 
 
-rows = [(cid, answer(text.split("\\t")[0])) for cid, text in
-        (ln.split("\\t", 1) for ln in pathlib.Path(SPEC["cases"]).read_text().splitlines()[1:])]
+def collect():
+    return [(cid, answer(text.split("\\t")[0])) for cid, text in
+            (ln.split("\\t", 1) for ln in pathlib.Path(SPEC["cases"]).read_text().splitlines()[1:])]
 '''
 
 
@@ -97,6 +116,7 @@ def col_name(text: str) -> str:
 
 
 class TableCases:
+    evidence = False
     name = "table_cases"
     archetype = "data_query"
     verifier = "exact_state"
@@ -125,18 +145,18 @@ class TableCases:
         expected = {"answers": world.expected(),
                     "unknown": sorted(cid for cid, a in world.expected().items() if a == UNKNOWN),
                     "counts": dict(Counter(world.expected().values()))}
+        lines = self._row_lines(inp, world, str(files[DOC.lstrip("/")]))
+        if self.evidence:
+            expected["cited"] = sorted([c.id, c.answer, lines[c.row] if c.row >= 0 else ""]
+                                       for c in world.cases if world.in_scope(c))
         metrics = self._metrics(world, expected, inp.has("dependent"))
         spec = {"mode": world.mode, "mapping": world.mapping, "cases": CASES, "status": STATUS if split else "",
-                "out": OUT, "answer_col": answer_col, "counts": COUNTS if inp.has("dependent") else ""}
-        if world.scoped and not split:
-            spec["status"] = ""  # status sits in the cases file itself: handled below
-        solver = SOLVER.replace("__SPEC__", repr(json.dumps(spec)))
-        if world.scoped and not split:
-            solver += ('\nrows = [(cid, answer(text)) for cid, text, st in\n'
-                       '        (ln.split("\\t") for ln in pathlib.Path(SPEC["cases"]).read_text().splitlines()[1:])'
-                       ' if st == "open"]\n')
+                "out": OUT, "answer_col": answer_col + ("\tline" if self.evidence else ""),
+                "counts": COUNTS if inp.has("dependent") else "", "lines": self._key_lines(world, lines)}
+        solver = SOLVER.replace("__SPEC__", repr(json.dumps(spec))) + (EVIDENCE_SOLVER if self.evidence else "")
         check = CheckScript(LOADER, metrics, {"SEP": '"\\t"', "OUT": repr(OUT), "COUNTS": repr(COUNTS),
-                                              "ANSWER": repr(answer_col)}, ("read_table", "read_json"))
+                                              "ANSWER": repr(answer_col), "EVIDENCE": repr(self.evidence)},
+                            ("read_table", "read_json"))
         n = len(world.cases)
         return Design(
             shape=self.name, archetype=self.archetype, verifier=self.verifier,
@@ -145,7 +165,8 @@ class TableCases:
             env_files=files, docker_lines=["COPY app/ /app/", "RUN mkdir -p /app/out"],
             slots=self._slots(inp, world, answer_col, split), check=check, expected=expected,
             rubric=self._rubric(inp, world), solve=solver_script(solver + MAIN),
-            wrong=solver_script(solver + NAIVE + MAIN), cheats=self._cheats(world, answer_col),
+            wrong=solver_script(solver + NAIVE + (EVIDENCE_SOLVER if self.evidence else "") + MAIN),
+            cheats=self._cheats(world, answer_col),
             complexity=Complexity(level=inp.sample.complexity, files_to_read=2 + split, rules_in_play=len(
                 world.pred.params["rows"]), dependent_steps=1 + inp.has("dependent"), items=n),
             challenges=self._challenges(inp, world),
@@ -157,6 +178,22 @@ class TableCases:
                 + (["that closed cases are out of scope"] if world.scoped else [])),
             docs=[DOC], deliverables=[OUT, *([COUNTS] if inp.has("dependent") else [])],
         )
+
+    def _row_lines(self, inp: ShapeInput, world: CaseWorld, doc: str) -> list[str]:
+        """Per table row, the line of the shipped reference doc that holds it (1-based, as text)."""
+        src = world.pred.source
+        doc_lines = doc.splitlines()
+        out = []
+        for n in world.pred.params["lines"]:
+            text = inp.text.lines(src.file)[n - 1]
+            out.append(str(doc_lines.index(text) + 1) if text in doc_lines else "")
+        return out
+
+    def _key_lines(self, world: CaseWorld, lines: list[str]) -> dict[str, str]:
+        rows, key = world.pred.params["rows"], world.pred.params["key"]
+        if world.mode == "lookup":
+            return {r[key].strip().lower(): lines[i] for i, r in enumerate(rows)}
+        return {w: lines[next(i for i, r in enumerate(rows) if r[key] == v)] for w, v in world.mapping.items()}
 
     def _stale(self, world: CaseWorld) -> str:
         rows = world.pred.params["rows"]
@@ -183,6 +220,10 @@ class TableCases:
                               "a signal word must not be guessed.",
                               'return jaccard([[c] for c in EXPECTED["unknown"]], '
                               '[[c] for c, v in out["rows"] if v == "unknown"])', ("jaccard",), pid))
+        if self.evidence:
+            out.append(Metric("cited_rows", "Jaccard of (case, answer, line) triples: each answer must cite the "
+                              "line of the reference table row that decides it.",
+                              'return jaccard(EXPECTED["cited"], out["cited"])', ("jaccard",), pid))
         if dependent:
             out.append(Metric("counts", "counts.json gives the number of cases per answer exactly, agreeing with "
                               "the answers file.",
@@ -201,8 +242,13 @@ class TableCases:
             how = (f"Each case names a {world.key_col}; answer with that row's {world.answer_col}, matching the "
                    f"{world.key_col} exactly but ignoring letter case and surrounding spaces, and answer `unknown` "
                    f"for a {world.key_col} that is not in the table.")
-        sem = [how, f"Write a tab-separated file with the header `case<TAB>{answer_col}` and one line per case, in "
-               "any order."]
+        if self.evidence:
+            sem = [how, f"Write a tab-separated file with the header `case<TAB>{answer_col}<TAB>line` and one line "
+                   f"per case, in any order, where line is the number (from 1) of the line in {DOC} that holds the "
+                   "table row deciding the case, left empty for unknown."]
+        else:
+            sem = [how, f"Write a tab-separated file with the header `case<TAB>{answer_col}` and one line per case, "
+                   "in any order."]
         if world.scoped:
             sem.append("Only open cases are answered; closed ones are left out.")
         if inp.has("dependent"):
@@ -238,7 +284,7 @@ class TableCases:
         return RubricSpec(must, avoid, practice)
 
     def _cheats(self, world: CaseWorld, answer_col: str) -> dict[str, str]:
-        head = f"case\t{answer_col}"
+        head = f"case\t{answer_col}" + ("\tline" if self.evidence else "")
         ids = sorted(c.id for c in world.cases)
         common = Counter(world.expected().values()).most_common(1)[0][0]
         first = world.pred.params["rows"][0][world.pred.params["value" if world.mode == "lookup" else "key"]]
@@ -261,3 +307,13 @@ class TableCases:
         }
         return [Challenge(pattern="", dimension="", effect=e, instantiation=text[e][0], tested_by=text[e][1])
                 for e in inp.effects if e in text]
+
+
+class TableEvidence(TableCases):
+    """investigate_synthesize / evidence_traceability: the same cases, each answer citing the table row's line."""
+
+    evidence = True
+    name = "table_evidence"
+    archetype = "investigate_synthesize"
+    verifier = "evidence_traceability"
+    effects = frozenset({"split_sources", "distractor", "precondition", "boundary", "rule_in_docs"})

@@ -26,6 +26,7 @@ class Case:
     answer: str
     kind: str  # plain | noisy | near_miss | none
     status: str = "open"
+    row: int = -1  # the table row that decides the case (-1: none, the answer is unknown)
 
 
 @dataclass
@@ -100,7 +101,7 @@ def build(pred: Predicate, n: int, rng: random.Random, words: list[str], *, prec
                 answer, kind = rows[row_i][key], "plain"
                 if i % 5 == 4:
                     text, kind = text.upper(), "noisy"
-            cases.append(Case(f"C{i + 1:03d}", text, answer, kind))
+            cases.append(Case(f"C{i + 1:03d}", text, answer, kind, row=-1 if answer == UNKNOWN else row_i))
         world = CaseWorld(pred, "classify", cols[key], cols[key], cols[sig_col], mapping, cases, precondition)
     else:
         value = pred.params["value"]
@@ -115,7 +116,7 @@ def build(pred: Predicate, n: int, rng: random.Random, words: list[str], *, prec
                     k, answer, kind = near, UNKNOWN, "near_miss"
             elif i % 4 == 3:
                 k, kind = _noisy(row[key], rng), "noisy"
-            cases.append(Case(f"C{i + 1:03d}", k, answer, kind))
+            cases.append(Case(f"C{i + 1:03d}", k, answer, kind, row=-1 if answer == UNKNOWN else i % len(rows)))
         world = CaseWorld(pred, "lookup", cols[key], cols[value], cols[key], mapping, cases, precondition)
     if precondition:
         for c in rng.sample(cases, max(1, len(cases) // 6)):
