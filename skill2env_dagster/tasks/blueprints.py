@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from skill2env_dagster.models.axes import AxisSample
 from skill2env_dagster.models.blueprint import AxisRealisation, Challenge, Predicate, TaskBlueprint
 from skill2env_dagster.models.knowledge import SkillKnowledge
-from skill2env_dagster.models.plan import Workflow
+from skill2env_dagster.models.plan import Workflow, WorkflowFocus
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.planning.catalogue import PatternPool, load_patterns
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
@@ -45,7 +45,7 @@ class Planned:
 
 
 def shape_order(sample: AxisSample, fams: dict[str, list[Candidate]], used: Sequence[str],
-                focus: str | None = None) -> list[tuple[Shape, str]]:
+                focus: WorkflowFocus | None = None) -> list[tuple[Shape, str]]:
     """Shapes to try, each with the reason it was chosen ('' = the sampled combination itself)."""
     fit = [s for s in SHAPES if any(_usable(s, c) for c in fams.get(s.family, []))]
     tiers: list[tuple[list[Shape], str]] = [
@@ -65,7 +65,8 @@ def shape_order(sample: AxisSample, fams: dict[str, list[Candidate]], used: Sequ
                              "realisable from this skill's rules; used a shape its rules support"))
     out: list[tuple[Shape, str]] = []
     for shapes, reason in tiers:
-        ranked = sorted(shapes, key=lambda s: (s.name in used, focus is not None and s.family != focus, s.name))
+        ranked = sorted(shapes, key=lambda s: (s.name in used, focus is not None and s.family != focus.family,
+                                               s.name))
         out += [(s, reason) for s in ranked if all(s is not o for o, _ in out)]
     return out
 
@@ -75,12 +76,16 @@ def _usable(shape: Shape, c: Candidate) -> bool:
     return c.kind in shape.kinds and (accepts is None or accepts(c.predicate))
 
 
-def pick_predicates(shape: Shape, cands: list[Candidate], level: int, variant: int) -> list[Predicate]:
-    """The predicates in play: the family's best, rotated by variant so a skill's tasks vary, numbered R1…"""
+def pick_predicates(shape: Shape, cands: list[Candidate], level: int, variant: int,
+                    focus: WorkflowFocus | None = None) -> list[Predicate]:
+    """The predicates in play: the workflow's own rule first, then the family's best, rotated by variant so a
+    skill's tasks vary; numbered R1…"""
     usable = [c for c in cands if _usable(shape, c)]
     if not usable:
         return []
     start = variant % len(usable)
+    if focus is not None:
+        start = next((i for i, c in enumerate(usable) if c.predicate.source.label == focus.source), start)
     rotated = usable[start:] + usable[:start]
     n = rules_for_level(level, len(rotated)) if getattr(shape, "max_preds", 4) > 1 else 1
     chosen: list[Candidate] = []
@@ -135,7 +140,7 @@ def pick_effects(shape: Shape, sample: AxisSample, level: int, pool: PatternPool
 
 def plan_task(skill: SkillRecord, knowledge: SkillKnowledge, workflow: Workflow, sample: AxisSample,
               task_name: str, seed: int, vocabulary: list[str], used: Sequence[str] = (),
-              focus: str | None = None) -> Planned:
+              focus: WorkflowFocus | None = None) -> Planned:
     """The blueprint and its design; raises NoShape (creator_contract_failed) when nothing can be built."""
     fams = families(compile_candidates(knowledge, skill.skill_file))
     pool = load_patterns()
@@ -144,7 +149,7 @@ def plan_task(skill: SkillRecord, knowledge: SkillKnowledge, workflow: Workflow,
     level = ("easy", "medium", "hard", "complex").index(sample.complexity)
     tried: list[str] = []
     for shape, reason in shape_order(sample, fams, used, focus):
-        preds = pick_predicates(shape, fams.get(shape.family, []), level, sample.variant)
+        preds = pick_predicates(shape, fams.get(shape.family, []), level, sample.variant, focus)
         if not preds:
             continue
         effects, pattern_reason = pick_effects(shape, sample, level, pool, rng)

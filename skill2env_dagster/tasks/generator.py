@@ -16,7 +16,7 @@ from skill2env_dagster.knowledge import extract_knowledge
 from skill2env_dagster.models.axes import AxisSample
 from skill2env_dagster.models.blueprint import TaskBlueprint
 from skill2env_dagster.models.knowledge import SkillKnowledge
-from skill2env_dagster.models.plan import Usage, Workflow
+from skill2env_dagster.models.plan import Usage, Workflow, WorkflowFocus
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.tasks.blueprints import Planned, plan_task
 from skill2env_dagster.tasks.compose.instruction import check, compose, container_paths
@@ -37,7 +37,7 @@ class CreationContext:
     task_name: str
     seed: int
     knowledge: SkillKnowledge | None = None
-    focus: str | None = field(default=None)  # the workflow's predicate family, when the planner named one
+    focus: WorkflowFocus | None = field(default=None)  # the part of the method the planner built the workflow on
 
 
 @dataclass
@@ -141,6 +141,6 @@ class OfflineGenerator:
 
 def make_context(skill: SkillRecord, workflow: Workflow, sample: AxisSample, base_images: dict[str, str],
                  task_name: str, grounding: Grounding | None = None, knowledge: SkillKnowledge | None = None,
-                 focus: str | None = None) -> CreationContext:
+                 focus: WorkflowFocus | None = None) -> CreationContext:
     return CreationContext(skill, workflow, sample, grounding or ground(skill), base_images, task_name,
                            task_seed(skill, sample), knowledge, focus)

@@ -228,7 +228,7 @@ def create_tasks_for_skill(store: ArtifactStore, skill: SkillRecord, plans: Work
                         sample.workflow)
             continue
         ctx = make_context(skill, workflow, sample, base_images, task_name(skill, sample), grounding, knowledge,
-                           workflow.focus.family if workflow.focus else None)
+                           workflow.focus)
         bundle, report = create_task(store, ctx, gen, gate, settings, gate_version)
         result.bundles.append(bundle)
         if report is not None:

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary, Predicate
 from skill2env_dagster.tasks.compose.docs import notes_doc
@@ -243,14 +247,34 @@ _BUGS: list[tuple[str, str, str]] = [
      'if SPEC["scoped"] and rec.get("status", "active") == "retired":'),
     ("format", '    ok = re.fullmatch(FORMATS[rule["convention"]], value) is not None',
      '    ok = re.match(FORMATS[rule["convention"]], value, re.I) is not None'),
+    ("date", '    if ok and rule["convention"] == "iso_date":', '    if ok and rule["convention"] == "iso-date":'),
 ]
 
 
 def _applicable(world: EntryWorld) -> list[tuple[str, str, str]]:
     kinds = {p.kind for p in world.preds}
+    conventions = {p.params.get("convention") for p in world.preds if p.kind == "format"}
     when = {"token": bool(kinds & {"forbid_token", "replace_token", "require_token"}), "limit": "limit" in kinds,
-            "exempt": bool(world.exempt), "scope": world.scoped, "format": "format" in kinds}
+            "exempt": bool(world.exempt), "scope": world.scoped, "format": bool(conventions - {"iso_date"}),
+            "date": "iso_date" in conventions}
     return [b for b in _BUGS if when[b[0]]]
+
+
+def _bugs_show(program: str, worlds: list[EntryWorld]) -> bool:
+    """Run our own generated checker (never the skill's code) on the hidden registers: do the planted semantic
+    bugs change at least one printed line?"""
+    with tempfile.TemporaryDirectory(prefix="s2e-bugs-") as tmp:
+        tool = Path(tmp) / "check.py"
+        tool.write_text(program)
+        for w in worlds:
+            data = Path(tmp) / "in.csv"
+            data.write_text(csv_text(w, "in.csv"))
+            done = subprocess.run([sys.executable, str(tool), str(data)], capture_output=True, text=True,
+                                  timeout=30, check=False)
+            want = {",".join(f) for f in w.findings()} | {f"{i},INVALID," for i in w.invalid()}
+            if done.returncode != 0 or set(done.stdout.split()) != want:
+                return True
+    return False
 
 
 def _patch(pairs: list[tuple[str, str]]) -> str:
@@ -281,6 +305,8 @@ class CheckerRepair:
             broken = broken.replace(right, bad)
         if broken.count("\n") != good.count("\n") or any(right in broken for _, right, _ in bugs):
             raise ShapeError("planted bugs did not apply to the checker text")
+        if not _bugs_show(broken.replace(_CRASH[1], _CRASH[0]), worlds):
+            raise ValueError("the planted bugs change no answer on the hidden registers")
         files: dict[str, str | bytes] = {NOTES.lstrip("/"): notes(inp, world), **_sample_files(world),
                                          "app/bin/check-register": broken}
         slots = _program_slots(inp, world, f"fix {TOOL} so that it applies the playbook's rules correctly",
