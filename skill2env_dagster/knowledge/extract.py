@@ -15,7 +15,7 @@ from skill2env_dagster.models.knowledge import Section, SkillKnowledge
 from skill2env_dagster.models.skill import SkillRecord
 
 # Bump when the extractor's output changes for the same skill bytes (the asset reuses a stored result otherwise).
-EXTRACTOR_VERSION = "knowledge-1"
+EXTRACTOR_VERSION = "knowledge-2"
 LIMITS = {"rules": 120, "thresholds": 40, "defaults": 60, "pitfalls": 60, "examples": 60, "conventions": 20,
           "token_rules": 40, "tables": 20, "procedures": 16, "checklists": 10, "templates": 10, "sections": 80}
 T = TypeVar("T")

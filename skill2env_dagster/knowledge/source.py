@@ -57,6 +57,7 @@ class Block:
     ordered: bool = False  # list items: inside an ordered list
     number: int = 0  # ordered list items: the item's number
     list_id: int = -1  # list items: which list they belong to
+    item: int = -1  # list items: which item (a second paragraph of the same item extends its block)
     depth: int = 0  # list nesting depth (0 = top-level list)
     lang: str = ""  # fences
     rows: list[list[str]] = field(default_factory=list)  # tables: header first
@@ -134,6 +135,8 @@ def blocks(doc: Doc) -> list[Block]:
     lists: list[tuple[int, bool]] = []  # stack of (list id, ordered)
     next_list = 0
     item_number: list[int] = []
+    item_ids: list[int] = []
+    next_item = 0
     row: list[str] = []
     table: Block | None = None
     for i, t in enumerate(tokens):
@@ -150,20 +153,22 @@ def blocks(doc: Doc) -> list[Block]:
             lists.pop()
         elif t.type == "list_item_open":
             item_number.append(int(t.info) if t.info.isdigit() else 0)
+            item_ids.append(next_item)
+            next_item += 1
         elif t.type == "list_item_close":
             item_number.pop()
+            item_ids.pop()
         elif t.type == "paragraph_open":
             text = _inline(tokens, i)
             if lists and item_number:
                 lid, ordered = lists[-1]
                 prev = out[-1] if out else None
-                if prev and prev.kind == "item" and prev.list_id == lid and prev.number == item_number[-1] \
-                        and prev.end >= start - 2:
+                if prev and prev.kind == "item" and prev.item == item_ids[-1]:
                     prev.text += "\n" + text  # a second paragraph of the same item
                     prev.end = end
                     continue
                 out.append(Block(doc, "item", text, start, end, section, ordered=ordered, number=item_number[-1],
-                                 list_id=lid, depth=len(lists) - 1))
+                                 list_id=lid, depth=len(lists) - 1, item=item_ids[-1]))
             else:
                 out.append(Block(doc, "paragraph", text, start, end, section))
         elif t.type == "fence" or t.type == "code_block":

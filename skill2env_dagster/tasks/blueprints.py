@@ -179,6 +179,11 @@ def _blueprint(task_name: str, skill: SkillRecord, workflow: Workflow, sample: A
                preds: list[Predicate], effects: list[tuple[str, str, str]], reason: str,
                pattern_reason: str) -> TaskBlueprint:
     by_effect = {e: (pid, dim) for e, pid, dim in effects}
+    pool = load_patterns()
+    for c in d.challenges:  # an effect the shape adds on its own (its world needs it) is recorded too
+        if c.effect not in by_effect and pool.with_effect(c.effect):
+            p = sorted(pool.with_effect(c.effect), key=lambda x: x.id)[0]
+            by_effect[c.effect] = (p.id, p.dimension)
     challenges = [c.model_copy(update={"pattern": by_effect[c.effect][0], "dimension": by_effect[c.effect][1]})
                   for c in d.challenges if c.effect in by_effect]
     missing = [e for e in by_effect if e not in {c.effect for c in challenges}]

@@ -9,7 +9,7 @@ protocol; the pipeline and the repair loop do not care which one they drive.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from skill2env_dagster.knowledge import extract_knowledge
@@ -19,7 +19,9 @@ from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.plan import Usage, Workflow, WorkflowFocus
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.tasks.blueprints import Planned, plan_task
+from skill2env_dagster.tasks.compose.context import method_context
 from skill2env_dagster.tasks.compose.instruction import check, compose, container_paths
+from skill2env_dagster.tasks.compose.rubric import complete
 from skill2env_dagster.tasks.grounding import Grounding, ground
 
 OFFLINE_PROMPT_VERSION = "offline-blueprints-1"
@@ -111,8 +113,10 @@ class OfflineGenerator:
         return EnvironmentDraft(files, d.image, d.shape, d.archetype, d.verifier)  # type: ignore[arg-type]
 
     def instruction(self, ctx: CreationContext) -> str:
-        d, s = self.plan(ctx).design, ctx.sample
-        text = compose(d.slots, s.persona, s.tone, s.expertise, ctx.seed)
+        planned, s = self.plan(ctx), ctx.sample
+        d = planned.design
+        slots = replace(d.slots, context=d.slots.context or method_context(planned.blueprint.predicates))
+        text = compose(slots, s.persona, s.tone, s.expertise, ctx.seed)
         skill_text = f"{ctx.skill.description or ''}\n{ctx.skill.body}"
         return check(text, env_paths=container_paths(d.env_files, d.extra_dirs), outputs=d.slots.outputs,
                      skill_text=skill_text)
@@ -122,7 +126,9 @@ class OfflineGenerator:
         return d.tests(), list(d.check.names)
 
     def rubric(self, ctx: CreationContext) -> str:
-        text, sources = self.plan(ctx).design.rubric.render()
+        planned = self.plan(ctx)
+        knowledge = ctx.knowledge or extract_knowledge(ctx.skill)
+        text, sources = complete(planned.design.rubric, knowledge, planned.blueprint.predicates).render()
         self._rubric_sources[ctx.task_name] = sources
         return text
 

@@ -20,6 +20,7 @@ from skill2env_dagster.llm.prompts import prompt_version, render_messages
 from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.reasons import LLMError
 from skill2env_dagster.store import canonical_json, sha256_bytes
+from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, dockerfile
 from skill2env_dagster.tasks.llm_replies import (
     EnvironmentReply,
@@ -28,7 +29,6 @@ from skill2env_dagster.tasks.llm_replies import (
     SolutionReply,
     VerifierReply,
 )
-from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 
 STEPS = ("environment", "instruction", "tests", "rubric", "solution")
 TEMPLATES = dict(zip(STEPS, TASK_PROMPTS, strict=True))

@@ -47,6 +47,7 @@ class Slots:
     hint: str = ""  # for novices
     example: str = ""  # one output line, for the example-driven tone
     outputs: list[str] = field(default_factory=list)  # declared output paths (may not exist before solving)
+    context: str = ""  # the skill's method in a few of its own words (see compose/context.py)
 
 
 def join_words(items: list[str]) -> str:
@@ -65,25 +66,26 @@ def _cap(s: str) -> str:
 def compose(s: Slots, persona: str, tone: str, expertise: str, seed: int) -> str:
     rng = random.Random(seed)
     sem = " ".join(s.semantics)
+    guidance = f"{s.guidance} {s.context}".strip()
     cons = " ".join(s.constraints)
     hint = f" {s.hint}" if expertise == "novice" and s.hint else ""
     if tone == "first_person_ask":
         opener = rng.choice(["Hi!", "Hey,", "Quick favour:"])
         p1 = f"{opener} I'm {role(persona)} and could use a hand with {s.topic}. {s.situation} {s.inputs}"
-        p2 = f"Could you {s.ask}? {s.guidance} {sem}"
+        p2 = f"Could you {s.ask}? {guidance} {sem}"
         p3 = f"{s.deliverable} {cons}{hint}" + ("" if expertise == "expert" else " Thanks, I'll check the result.")
     elif tone == "imperative_brief":
         p1 = f"{_cap(s.ask)}. {s.situation} {s.inputs}"
-        p2 = f"{s.guidance} {sem}"
+        p2 = f"{guidance} {sem}"
         p3 = f"{s.deliverable} {cons}{hint}"
     elif tone == "ticket_snippet":
         p1 = f"Ticket OPS-{rng.randint(1000, 9999)}: {s.topic} (raised by someone {role(persona)}). {s.situation} " \
              f"{s.inputs}"
-        p2 = f"Requested: {s.ask}. {s.guidance} {sem}"
+        p2 = f"Requested: {s.ask}. {guidance} {sem}"
         p3 = f"Done means: {s.deliverable[:1].lower()}{s.deliverable[1:]} {cons}{hint}"
     else:  # example_driven
         p1 = f"I'm {role(persona)} and need you to {s.ask}. {s.situation} {s.inputs}"
-        p2 = f"{s.guidance} {sem} {s.deliverable}"
+        p2 = f"{guidance} {sem} {s.deliverable}"
         example = f"For illustration only, one line of the result could look like `{s.example}`." if s.example else ""
         p3 = f"{example} {cons}{hint}"
     paras = [p1, p2, p3] if expertise != "expert" or tone == "example_driven" else [p1, f"{p2} {p3}"]
@@ -110,9 +112,9 @@ def problems(text: str, *, env_paths: Iterable[str], outputs: Iterable[str], ski
         out.append(f"doubled word {m.group(0)!r}")
     for p in paras:
         for sentence in re.split(r"(?<=[.!?])\s+", p.strip()):
-            if sentence and not re.match(r"[A-Z0-9`/\"(]", sentence):
+            if sentence and not re.match(r"[A-Z0-9`/\"(“‘]", sentence):
                 out.append(f"sentence starts badly: {sentence[:40]!r}")
-            if sentence and not re.search(r"[.!?:)`]$", sentence):
+            if sentence and not re.search(r"[.!?:)`”’]$", sentence):
                 out.append(f"sentence does not end: {sentence[-40:]!r}")
     copied = _shingles(text) & _shingles(skill_text)
     if copied:

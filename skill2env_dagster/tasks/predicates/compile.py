@@ -49,8 +49,16 @@ class Candidate:
         return self.predicate.kind
 
 
+def _title(text: str) -> str:
+    """A section title as a name: numbering ('5.', 'Step 2:', 'Phase 1 -') and markup removed."""
+    t = re.sub(r"^\W*(?:(?:step|phase|part|stage)\s*)?\d+(?:\.\d+)*\s*[.):\-–—]?\s*", "", text.strip(), flags=re.I)
+    return re.sub(r"[*_`#]", "", t).strip() or text.strip()
+
+
 def _pred(kind: PredicateKind, subject: str, statement: str, source: SourceRef, params: dict[str, Any],
           exception: str = "") -> Predicate:
+    if kind in ("order", "coverage", "lookup", "sections"):
+        subject = _title(subject)
     return Predicate(id="R0", kind=kind, subject=subject.strip()[:80], statement=" ".join(statement.split())[:400],
                      params=params, exception=exception, source=source)
 
@@ -191,13 +199,25 @@ def _tables(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
     return out
 
 
+_GENERIC_TITLE = re.compile(r"^(output( format)?|format|template|structure|example|usage|report|document|"
+                            r"output — .*|output - .*|.*template)$", re.I)
+
+
+def _template_name(title: str, headings: list[str]) -> str:
+    """A template's name: its section title, or its first heading when the title only says 'Output'."""
+    if not _GENERIC_TITLE.match(_title(title)):
+        return title
+    first = re.split(r"[:\[(—–-]", headings[0])[0].strip() if headings else ""
+    return first or title
+
+
 def _templates(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
     out = []
     for t in k.templates:
         heads = [h for h in t.headings if not re.fullmatch(r"\[.*\]|.*\{.*\}.*", h)]
         if len(heads) >= 3 and len(set(heads)) == len(heads):
             out.append(Candidate("template", _pred(
-                "sections", t.title, f"{t.title}: " + " / ".join(heads), t.ref,
+                "sections", _template_name(t.title, t.headings), f"{t.title}: " + " / ".join(heads), t.ref,
                 {"headings": heads[:10], "fields": t.fields[:8]}), 1.8 * _home(t.ref, skill_file)))
     return out
 

@@ -12,7 +12,7 @@ import json
 from collections import Counter
 
 from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary, Predicate
-from skill2env_dagster.tasks.compose.instruction import Slots, join_words
+from skill2env_dagster.tasks.compose.instruction import Slots
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, exception_bullet, pitfall_bullets, rule_bullet
 from skill2env_dagster.tasks.predicates.entry_rules import COMPARATORS, FORMAT_NAMES, number
 from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
@@ -20,15 +20,18 @@ from skill2env_dagster.tasks.shapes.entry_files import (
     DATA_DIR,
     NAIVE,
     NOTES,
+    REGISTRY,
     STALE_NOTES,
+    STRATA,
     EntryLayout,
-    edge_ids,
+    kind_groups,
     layout,
     make_world,
     notes,
     render,
     solver_source,
     stale_notes,
+    strata,
 )
 from skill2env_dagster.tasks.verify import cheats
 from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
@@ -64,7 +67,7 @@ def how(p: Predicate, world: EntryWorld) -> str:
     return f"by checking {field} against the full {FORMAT_NAMES[k['convention']]} pattern"
 
 
-def entry_metrics(world: EntryWorld, inp: ShapeInput, edges: list[str], expected: dict) -> list[Metric]:
+def entry_metrics(world: EntryWorld, inp: ShapeInput, expected: dict) -> list[Metric]:
     """The metrics of a findings list; edge, invalid and summary metrics only when their feature is in play."""
     ids = [p.id for p in world.preds]
     out = [
@@ -74,20 +77,18 @@ def entry_metrics(world: EntryWorld, inp: ShapeInput, edges: list[str], expected
         Metric("evidence_exact", "Jaccard of (record, rule, evidence) triples: the measured number, token or value "
                "must be exact.", 'return jaccard(EXPECTED["findings"], out["findings"])', ("jaccard",), ids),
     ]
-    edge_wanted = [f for f in expected["findings"] if f[0] in set(edges)]
-    if len(edge_wanted) >= 2:
-        out.append(Metric("wording_cases", "Jaccard restricted to records where the rules' wording decides "
-                          "(boundary values, near misses, exceptions, scope).",
-                          'keep = set(EXPECTED["edges"])\n'
-                          'return jaccard([f[:2] for f in EXPECTED["findings"] if f[0] in keep],\n'
-                          '               [f[:2] for f in out["findings"] if f[0] in keep])', ("jaccard",), ids))
-    if len(ids) >= 2:
-        out.append(Metric("every_rule", "Mean over rules of the per-rule Jaccard: each rule must be applied.",
-                          'scores = []\nfor rule in RULES:\n'
-                          '    want = [f[:2] for f in EXPECTED["findings"] if f[1] == rule]\n'
-                          '    got = [f[:2] for f in out["findings"] if f[1] == rule]\n'
-                          '    scores.append(jaccard(want, got))\nreturn sum(scores) / len(scores)',
-                          ("jaccard",), ids))
+    for group, rules in kind_groups(world).items():
+        out.append(Metric(group, f"Jaccard of (record, rule) pairs for the {group} in play ({', '.join(rules)}).",
+                          f'keep = {rules!r}\n'
+                          'return jaccard([f[:2] for f in EXPECTED["findings"] if f[1] in keep],\n'
+                          '               [f[:2] for f in out["findings"] if f[1] in keep])', ("jaccard",), rules))
+    for name in expected["strata"]:
+        out.append(Metric(name, f"Share of decisions right on {STRATA[name]} (reported exactly when breached), "
+                          "weighted by breaches_found.",
+                          f'pairs = EXPECTED["strata"][{name!r}]\n'
+                          'got = {(f[0], f[1]) for f in out["findings"]}\n'
+                          'right = sum(((p[0], p[1]) in got) == (p[2] == "1") for p in pairs) / len(pairs)\n'
+                          'return right * metric_breaches_found(out)', (), ids))
     if world.invalid():
         out.append(Metric("invalid_rows", "Jaccard of the records reported as INVALID against the malformed rows.",
                           'return jaccard([[i] for i in EXPECTED["invalid"]], out["invalid"])', ("jaccard",)))
@@ -105,20 +106,21 @@ def entry_metrics(world: EntryWorld, inp: ShapeInput, edges: list[str], expected
 def _challenges(inp: ShapeInput, world: EntryWorld, lay: EntryLayout) -> list[Challenge]:
     text = {
         "split_sources": ("status and context are in registry.csv, the values in the register files; they must "
-                          "be joined on id", ["breaches_found", "wording_cases"]),
+                          "be joined on id", ["breaches_found", "scope_respected"]),
         "distractor": ("an archived export and a superseded 2019 copy of the notes sit next to the current ones; "
                        "only the current notes and top-level files count", ["breaches_found", "evidence_exact"]),
         "encoding": ("the register uses ';' as delimiter and CRLF line ends", ["breaches_found"]),
         "dependent": ("summary.json must be computed from the finished list", ["summary_counts"]),
         "precondition": ("only active records are in scope, as the notes' preamble says; retired and draft "
-                         "records breach rules but must not be reported", ["wording_cases"]),
+                         "records breach rules but must not be reported", ["scope_respected"]),
         "corrupted": ("malformed rows must be reported as INVALID, not judged", ["invalid_rows"]),
         "validator": ("a format checker in /app/bin reports malformed findings lines", ["breaches_found"]),
         "partial_prior": ("a colleague's draft list is incomplete and partly wrong", ["breaches_found",
-                                                                                        "wording_cases"]),
-        "boundary": ("boundary values and near-miss tokens decide several records", ["wording_cases"]),
+                                                                                        "evidence_exact"]),
+        "boundary": ("boundary values and near-miss tokens decide several records", ["boundary_values",
+                                                                                       "near_miss_tokens"]),
         "rule_in_docs": ("the rules are only in the quoted notes, not in the request", ["breaches_found"]),
-        "multi_rule": ("records must be checked against several rules at once", ["every_rule"]),
+        "multi_rule": ("records must be checked against several rules at once", ["limits", "tokens", "formats"]),
     }
     return [Challenge(pattern="", dimension="", effect=e, instantiation=text[e][0], tested_by=text[e][1])
             for e in inp.effects if e in text]
@@ -139,7 +141,7 @@ class EntryAudit:
         files: dict[str, str | bytes] = dict(render(world, lay))
         files[NOTES.lstrip("/")] = notes(inp, world)
         findings = world.findings()
-        expected = {"findings": [list(f) for f in findings], "invalid": world.invalid(), "edges": edge_ids(world),
+        expected = {"findings": [list(f) for f in findings], "invalid": world.invalid(), "strata": strata(world),
                     "counts": dict(Counter(f[1] for f in findings))}
         if world.invalid():
             expected["counts"]["INVALID"] = len(world.invalid())
@@ -153,7 +155,7 @@ class EntryAudit:
             files[DRAFT.lstrip("/")] = self._draft(world, findings, inp)
         if inp.has("validator"):
             files["app/bin/check-findings"] = _validator([p.id for p in world.preds])
-        metrics = entry_metrics(world, inp, expected["edges"], expected)
+        metrics = entry_metrics(world, inp, expected)
         check = CheckScript(loader=LOADER, metrics=metrics, loader_needs=("read_table", "read_json"),
                             constants={"SEP": '","', "OUT": repr(OUT), "SUMMARY": repr(SUMMARY),
                                        "RULES": repr([p.id for p in world.preds])})
@@ -203,47 +205,43 @@ class EntryAudit:
 
     def _slots(self, inp: ShapeInput, world: EntryWorld, lay: EntryLayout) -> Slots:
         rng = inp.rng("slots")
-        tops = sorted(lay.files)
-        where = join_words(tops)
-        registry = " with each record's status and context in /app/register/registry.csv" if lay.registry else ""
-        semantics = ["Write one line per record and rule it breaks, under the header `id,rule,evidence`, in any "
-                     "order; evidence is the measured number for a limit, the offending token, or the offending "
-                     "value for a format."]
+        registry = f", with each id's status and context in {REGISTRY}" if lay.registry else ""
+        semantics = ["Write one line per id and R-number it breaks, under the header `id,rule,evidence`, in any "
+                     "order; evidence is the measured number for a limit, else the offending token or value."]
         if any(p.kind.endswith("token") for p in world.preds):
-            semantics.append("A token only counts as a whole token, not as part of a longer name or flag.")
+            semantics.append("A token counts only as a whole token, not inside a longer name or flag.")
         if world.invalid():
-            semantics.append("A row that is missing a cell or whose number cannot be read is listed once as "
-                             "`<id>,INVALID,` instead of being judged.")
+            semantics.append("A line missing a cell or with an unreadable number is listed once as `<id>,INVALID,` "
+                             "instead of being judged.")
         if inp.has("dependent"):
-            semantics.append(f"Then write {SUMMARY} mapping each rule id (and INVALID, if any) to the number of "
-                             "lines you listed for it.")
+            semantics.append(f"Then write {SUMMARY} mapping each R-number (and INVALID, if any) to how many lines "
+                             "you listed for it.")
         if inp.has("distractor"):
-            semantics.append(f"The current export is the set of CSV files directly in {DATA_DIR}; the archive "
-                             "folder and anything marked superseded are history.")
-        cons = ["Leave the register and the notes as they are."]
+            semantics.append(f"The current export is the files directly in {DATA_DIR}; the archive folder and "
+                             "anything marked superseded are history.")
+        cons = ["Leave the inputs and the notes as they are."]
         if inp.has("partial_prior"):
-            cons.append(f"A colleague started a list in {DRAFT}; it is incomplete and not all of it is right.")
+            cons.append(f"A colleague started in {DRAFT}; it is incomplete and not all of it is right.")
         if inp.has("validator"):
             cons.append("/app/bin/check-findings checks the format of the list (not whether it is right).")
         return Slots(
-            topic=f"the {inp.topic} register review",
-            situation=rng.choice(["Before the next release every record has to follow the rules we took from our "
-                                  "playbook.", "The register drifted from the playbook over the last quarter and "
-                                  "we need to know where."]),
-            inputs=f"The records are in {where}{registry}.",
-            guidance=f"The rules are quoted in {NOTES}, each under an id (R1, R2, …) in the playbook's own words.",
-            ask="check every register record against the playbook's rules and list each breach",
+            topic=f"the {inp.topic} review",
+            situation=rng.choice(["Before the next release everything has to meet our documented limits.",
+                                  "The export drifted over the last quarter and we need to know where."]),
+            inputs=f"The entries are the .csv files in {DATA_DIR}{registry}.",
+            guidance=f"The rules are copied word for word into {NOTES}, numbered R1, R2 and so on.",
+            ask=f"check every entry in {DATA_DIR} against them and list each breach",
             semantics=semantics, deliverable=f"Put the list in {OUT}.", constraints=cons,
-            hint="Python 3 is available, and its csv module reads the register.",
+            hint="Python 3 is available, and its csv module reads the files.",
             example="E999,R1,57", outputs=[OUT, SUMMARY, "/app/out"],
         )
 
     def _rubric(self, inp: ShapeInput, world: EntryWorld) -> RubricSpec:
         ids = ", ".join(p.id for p in world.preds)
-        must_do = [Bullet(f"List every breach of {ids} in {OUT} as id,rule,evidence with the exact measured "
-                          "number, token or value", "metric:evidence_exact"),
+        must_do = [Bullet(f"List every breach of {ids} in {OUT} with the exact measured number, token or value",
+                          "metric:evidence_exact"),
                    Bullet("Judge boundary values, near-miss tokens and exempt records exactly as the rules are "
-                          "worded", "metric:wording_cases")]
+                          "worded", "metric:" + next(iter(strata(world)), "evidence_exact"))]
         if inp.has("dependent"):
             must_do.append(Bullet(f"Write {SUMMARY} with per-rule counts that match the list", "metric:summary_counts"))
         elif world.invalid():

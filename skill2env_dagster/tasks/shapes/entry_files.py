@@ -301,3 +301,42 @@ def hidden_worlds(inp: ShapeInput, count: int, columns: list[str]) -> list[Entry
     if len(out) < count:
         raise ValueError("could not make hidden inputs with the same columns")
     return out
+
+
+STRATA = {
+    "boundary_values": "values on or next to a limit, and edge values of a format",
+    "near_miss_tokens": "tokens inside longer names, and the exact token",
+    "exceptions_respected": "records in a context the playbook's own exception names",
+    "scope_respected": "records that are not active",
+}
+
+
+def strata(world: EntryWorld) -> dict[str, list[list[str]]]:
+    """Per wording stratum, its (record, rule, "1" if it must be reported else "0") decisions; empty strata are
+    left out, so a verifier grades only what this world exercises."""
+    found = {(i, r) for i, r, _ in world.findings()}
+    out: dict[str, list[list[str]]] = {name: [] for name in STRATA}
+    for e in world.entries:
+        if e.malformed:
+            continue
+        for p in world.preds:
+            pair = [e.id, p.id, "1" if (e.id, p.id) in found else "0"]
+            role = e.roles.get(p.id, "comply")
+            if not world.in_scope(e):
+                out["scope_respected"].append(pair)
+            elif world.exempt.get(p.id) and e.context == world.exempt[p.id]:
+                out["exceptions_respected"].append(pair)
+            elif role in ("boundary", "near_miss") and p.kind in ("limit", "format"):
+                out["boundary_values"].append(pair)
+            elif role in ("boundary", "near_miss"):
+                out["near_miss_tokens"].append(pair)
+    return {k: v for k, v in out.items() if v}
+
+
+def kind_groups(world: EntryWorld) -> dict[str, list[str]]:
+    """Rule ids per kind of rule (limits, tokens, formats), when more than one kind is in play."""
+    groups: dict[str, list[str]] = {}
+    for p in world.preds:
+        group = "limits" if p.kind == "limit" else "formats" if p.kind == "format" else "tokens"
+        groups.setdefault(group, []).append(p.id)
+    return groups if len(groups) >= 2 else {}

@@ -309,7 +309,7 @@ class CheckerRepair:
             raise ValueError("the planted bugs change no answer on the hidden registers")
         files: dict[str, str | bytes] = {NOTES.lstrip("/"): notes(inp, world), **_sample_files(world),
                                          "app/bin/check-register": broken}
-        slots = _program_slots(inp, world, f"fix {TOOL} so that it applies the playbook's rules correctly",
+        slots = _program_slots(inp, world, f"fix {TOOL} so that it applies the documented rules correctly",
                                f"Our checker {TOOL} stopped working on the new exports, and even before that its "
                                "numbers did not match the manual reviews.",
                                ["Keep its path and calling convention; it has to work on other registers too."])
@@ -415,7 +415,7 @@ class TokenScanner:
         tokens = ", ".join(f"`{p.params['token']}`" for p in preds)
         slots = Slots(
             topic=f"the {inp.topic} token scanner",
-            situation=f"The playbook bans some constructs ({tokens}) and we keep finding them in reviews too late.",
+            situation=f"Our guide bans some constructs ({tokens}) and we keep finding them in reviews too late.",
             inputs=f"Some source files to try it on are in /app/src; {len(vis_hits)} lines there break a rule.",
             guidance=f"The rules are quoted in {NOTES}, each under an id (R1, R2, …).",
             ask=f"write {SCAN}, a scanner that reports every line of a source tree that breaks those rules",

@@ -284,7 +284,7 @@ class EntryNormaliser:
                   "output must change nothing."] if self.metamorphic else [])
         slots = Slots(
             topic=f"the {inp.topic} register clean-up",
-            situation="Every new export breaks the same playbook rules, so we want a program that repairs them "
+            situation="Every new export breaks the same documented rules, so we want a program that repairs them "
                       "instead of doing it by hand.",
             inputs=f"A sample export is in {SAMPLE}, and {SAMPLE_OUT} shows it after the repair.",
             guidance=f"The rules are quoted in {NOTES}, each under an id (R1, R2, …).",
@@ -400,7 +400,7 @@ class EntryFix:
         paths = join_words(["/" + p for p in data])
         slots = Slots(
             topic=f"the {inp.topic} register clean-up",
-            situation="Before the export goes out, every value that breaks the playbook's repairable rules has to "
+            situation="Before the export goes out, every value that breaks one of our repairable rules has to "
                       "be put right.",
             inputs=f"The register is in {paths}" + (" with each record's status and context in "
                                                     "/app/register/registry.csv." if lay.registry else "."),

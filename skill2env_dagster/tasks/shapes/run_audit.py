@@ -10,8 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
+from dataclasses import replace
 
-from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary
+from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary, Predicate
+from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.tasks.compose.docs import notes_doc
 from skill2env_dagster.tasks.compose.instruction import Slots
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, pitfall_bullets
@@ -20,28 +22,35 @@ from skill2env_dagster.tasks.verify import cheats
 from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
 from skill2env_dagster.tasks.worlds.runs import Run, RunWorld, build
 
-RUNS = "/app/runs"
+RUNS = "/app/attempts"
 INDEX = f"{RUNS}/index.csv"
-DOC = "/app/docs/procedure.md"
 STALE = "/app/docs/procedure-v1.md"
 OUT = "/app/out/run_audit.csv"
 SUMMARY = "/app/out/run_summary.json"
-HEADER = "run,verdict,step"
+HEADER = "attempt,outcome,part"
 SUMMARY_BODY = """got = out["summary"]
 if not isinstance(got, dict):
     return 0.0
 listed = Counter(r[1] for r in out["rows"])
 return exact_rate(EXPECTED["counts"], [(k, v) for k, v in got.items() if listed.get(k) == v])"""
-EDGE_KINDS = {"optional_skip", "retry", "retry_out_of_order", "late_repeat", "dry_run", "truncated", "missing_late"}
+STRATA = {"retries_accepted": "runs with a step logged twice in a row", "optional_skips": "runs that skipped only "
+          "optional steps", "late_repeats": "runs that redid an earlier step after later ones"}
+STRATUM_KINDS = {"retries_accepted": ("retry", "retry_out_of_order"), "optional_skips": ("optional_skip",),
+                 "late_repeats": ("late_repeat",)}
 
 LOADER = '''
 def load():
-    rows = read_table(OUT, ["run", "verdict", "step"])
+    rows = read_table(OUT, ["attempt", "outcome", "part"])
     if rows is None:
         return None
     rows = [r + ("",) * (3 - len(r)) for r in rows]
     return {"rows": [r[:3] for r in rows], "summary": read_json(SUMMARY)}
 '''
+
+
+def doc_path(pred: Predicate) -> str:
+    """The procedure's doc, named after it (its own words, not a generic file name)."""
+    return f"/app/docs/{to_label(pred.subject, 'steps')[:40]}.md"
 
 
 def _log(world: RunWorld, run: Run, split: bool, start: dt.datetime) -> str:
@@ -72,7 +81,7 @@ if SPEC["index"]:
     head = lines[0].split(",")
     for ln in lines[1:]:
         row = dict(zip(head, ln.split(",")))
-        meta[row["run"]] = row
+        meta[row["attempt"]] = row
 
 
 def judge(path):
@@ -96,14 +105,14 @@ def judge(path):
             if s < high:
                 return rid, "out_of_order", str(s)
             high = max(high, s)
-    return rid, "compliant", ""
+    return rid, "ok", ""
 '''
 
 MAIN = '''
-rows = [r for p in sorted(pathlib.Path(SPEC["dir"]).glob("run-*.log")) if (r := judge(p))]
+rows = [r for p in sorted(pathlib.Path(SPEC["dir"]).glob("a-*.txt")) if (r := judge(p))]
 out = pathlib.Path(SPEC["out"])
 out.parent.mkdir(parents=True, exist_ok=True)
-out.write_text("\\n".join(["run,verdict,step"] + [",".join(r) for r in rows]) + "\\n")
+out.write_text("\\n".join(["attempt,outcome,part"] + [",".join(r) for r in rows]) + "\\n")
 if SPEC["summary"]:
     from collections import Counter
     pathlib.Path(SPEC["summary"]).write_text(json.dumps(dict(Counter(v for _, v, _ in rows))))
@@ -118,7 +127,7 @@ _judge = judge
 
 def judge(path):
     r = _judge(path)
-    if r and r[1] == "compliant" and SPEC["ordered"]:
+    if r and r[1] == "ok" and SPEC["ordered"]:
         text = pathlib.Path(path).read_text()
         steps = [labels[m.group(1)] for ln in text.splitlines() if (m := re.match(r"\\S+ done: (.*)$", ln))]
         for a, b in zip(steps, steps[1:]):
@@ -147,16 +156,20 @@ class RunAudit:
         start = dt.datetime(2024, 3, 4, 8, 0) + dt.timedelta(days=inp.rng("date").randint(0, 300))
         files: dict[str, str | bytes] = {}
         for i, run in enumerate(world.runs):
-            files[f"app/runs/{run.id}.log"] = _log(world, run, split, start + dt.timedelta(hours=5 * i))
+            files[f"app/attempts/{run.id}.txt"] = _log(world, run, split, start + dt.timedelta(hours=5 * i))
         if split:
-            files[INDEX.lstrip("/")] = "run,operator,mode\n" + "".join(
+            files[INDEX.lstrip("/")] = "attempt,operator,mode\n" + "".join(
                 f"{r.id},{r.operator},{r.mode}\n" for r in world.runs)
-        files[DOC.lstrip("/")] = notes_doc("Procedure", inp.text, [pred], self._intro(inp, world))
+        doc = doc_path(pred)
+        files[doc.lstrip("/")] = notes_doc(pred.subject, inp.text, [pred], self._intro(inp, world))
         if inp.has("distractor"):
             files[STALE.lstrip("/")] = self._stale(world)
         expected_map = world.expected()
+        strata = {name: sorted(r.id for r in world.runs if r.kind in kinds and world.in_scope(r))
+                  for name, kinds in STRATUM_KINDS.items()}
         expected = {"rows": sorted([rid, v, s] for rid, (v, s) in expected_map.items()),
-                    "edges": sorted(r.id for r in world.runs if r.kind in EDGE_KINDS and world.in_scope(r)),
+                    "strata": {k: v for k, v in strata.items() if v},
+                    "dry": sorted(r.id for r in world.runs if not world.in_scope(r)),
                     "counts": dict(Counter(v for v, _ in expected_map.values()))}
         metrics = self._metrics(world, expected, inp.has("dependent"))
         spec = {"labels": world.labels, "optional": world.optional, "ordered": ordered, "scoped": world.scoped,
@@ -170,20 +183,20 @@ class RunAudit:
             objective=f"Audit {len(world.runs)} run logs against the playbook's {pred.subject!r} "
                       f"{'procedure' if ordered else 'checklist'} and report each run's verdict and breaking step.",
             env_files=files, docker_lines=["COPY app/ /app/", "RUN mkdir -p /app/out"],
-            slots=self._slots(inp, world, split), check=check, expected=expected, rubric=self._rubric(inp, world),
+            slots=self._slots(inp, world, split, doc), check=check, expected=expected, rubric=self._rubric(inp, world),
             solve=solver_script(solver + MAIN), wrong=solver_script(solver + NAIVE + MAIN),
             cheats=self._cheats(world), complexity=Complexity(
                 level=inp.sample.complexity, files_to_read=len(world.runs) + 1 + split,
                 rules_in_play=len(world.labels), dependent_steps=1 + inp.has("dependent"), items=len(world.runs)),
             challenges=self._challenges(inp, world),
-            facts=[f"{RUNS}/run-*.log: {len(world.runs)} run logs, one completed step per line",
-                   f"{DOC}: the playbook's procedure {pred.subject!r}, quoted"]
+            facts=[f"{RUNS}/a-*.txt: {len(world.runs)} attempts, one completed part per line",
+                   f"{doc}: the skill's procedure {pred.subject!r}, quoted"]
             + ([f"{INDEX}: operator and mode per run"] if split else []),
             boundary=InformationBoundary(
                 stated=["where the logs and the quoted procedure are", "the verdict rules and output format"],
                 discover=["the step order and which steps are optional (in the quoted procedure)"]
                 + (["that dry runs are out of scope (procedure preamble)"] if world.scoped else [])),
-            docs=[DOC], deliverables=[OUT, *([SUMMARY] if inp.has("dependent") else [])],
+            docs=[doc], deliverables=[OUT, *([SUMMARY] if inp.has("dependent") else [])],
         )
 
     def _intro(self, inp: ShapeInput, world: RunWorld) -> str:
@@ -200,24 +213,30 @@ class RunAudit:
                 + "".join(f"{i + 1}. {lab}\n" for i, lab in enumerate(labels)))
 
     def _metrics(self, world: RunWorld, expected: dict, dependent: bool) -> list[Metric]:
-        out = [
-            Metric("verdicts_exact", "Share of audited runs whose verdict is exactly right (a run listed twice or "
-                   "not audited counts against).",
-                   'return exact_rate({r[0]: r[1] for r in EXPECTED["rows"]}, [(r[0], r[1]) for r in out["rows"]])',
-                   ("exact_rate",), [world.pred.id]),
-            Metric("breaking_steps", "Jaccard of (run, verdict, step) over the runs that broke the procedure.",
-                   'want = [r for r in EXPECTED["rows"] if r[1] != "compliant"]\n'
-                   'got = [r for r in out["rows"] if r[1] != "compliant"]\nreturn jaccard(want, got)',
-                   ("jaccard",), [world.pred.id]),
-        ]
-        edge_rows = [r for r in expected["rows"] if r[0] in set(expected["edges"])]
-        if len(edge_rows) >= 2 and any(r[1] != "compliant" for r in edge_rows):
-            out.append(Metric("wording_runs", "Jaccard of (run, verdict, step) on the runs where the procedure's "
-                              "wording decides (optional steps, retries, late repeats, scope, truncation).",
-                              'keep = set(EXPECTED["edges"])\n'
-                              'return jaccard([r for r in EXPECTED["rows"] if r[0] in keep],\n'
-                              '               [r for r in out["rows"] if r[0] in keep])', ("jaccard",),
-                              [world.pred.id]))
+        pid = [world.pred.id]
+        out = [Metric("verdicts_exact", "Share of audited runs whose verdict is exactly right (a run listed twice or "
+                      "not audited counts against).",
+                      'return exact_rate({r[0]: r[1] for r in EXPECTED["rows"]}, [(r[0], r[1]) for r in out["rows"]])',
+                      ("exact_rate",), pid)]
+        for verdict, name in (("missing", "missing_steps"), ("out_of_order", "order_breaks")):
+            if expected["counts"].get(verdict):
+                out.append(Metric(name, f"Jaccard of (run, step) over the runs judged {verdict}.",
+                                  f'return jaccard([(r[0], r[2]) for r in EXPECTED["rows"] if r[1] == {verdict!r}],\n'
+                                  f'               [(r[0], r[2]) for r in out["rows"] if r[1] == {verdict!r}])',
+                                  ("jaccard",), pid))
+        for name, runs in expected["strata"].items():
+            out.append(Metric(name, f"Share of {STRATA[name]} judged exactly (verdict and step), weighted by "
+                              "verdicts_exact.",
+                              f'keep = set(EXPECTED["strata"][{name!r}])\n'
+                              'want = {r[0]: r for r in EXPECTED["rows"] if r[0] in keep}\n'
+                              'got = {r[0]: r for r in out["rows"] if r[0] in keep}\n'
+                              'right = sum(got.get(k) == tuple(v) for k, v in want.items()) / len(keep)\n'
+                              'return right * metric_verdicts_exact(out)', (), pid))
+        if expected["dry"]:
+            out.append(Metric("dry_runs_excluded", "Share of dry runs left out of the audit, weighted by "
+                              "verdicts_exact.", 'listed = {r[0] for r in out["rows"]}\n'
+                              'gone = sum(r not in listed for r in EXPECTED["dry"]) / len(EXPECTED["dry"])\n'
+                              'return gone * metric_verdicts_exact(out)', (), pid))
         if "unreadable" in expected["counts"]:
             out.append(Metric("unreadable_logs", "Jaccard of the runs reported unreadable against the truncated "
                               "logs.", 'return jaccard([[r[0]] for r in EXPECTED["rows"] if r[1] == "unreadable"],\n'
@@ -227,84 +246,81 @@ class RunAudit:
                               "the audit file.", SUMMARY_BODY, ("exact_rate",)))
         return out
 
-    def _slots(self, inp: ShapeInput, world: RunWorld, split: bool) -> Slots:
-        ordered = world.ordered
-        sem = ["Write one line per audited run under the header `run,verdict,step`, in any order."]
-        if ordered:
-            sem.append("The verdict is `missing` when a required step never appears (step: the lowest-numbered "
-                       "such step), `out_of_order` when a step appears after a later step of the procedure (step: "
-                       "that step), and `compliant` otherwise with an empty step.")
+    def _slots(self, inp: ShapeInput, world: RunWorld, split: bool, doc: str) -> Slots:
+        name = f"“{world.pred.subject}”"
+        if world.ordered:
+            rule = ("`missing` with the lowest number of a required part it never reached, `out_of_order` with the "
+                    "number of the first part done after a later one, else `ok` with the last column empty")
         else:
-            sem.append("The verdict is `missing` when a required item of the checklist never appears (step: the "
-                       "lowest-numbered such item) and `compliant` otherwise with an empty step; order does not "
-                       "matter.")
-        sem.append("The same step logged twice in a row is a retry, not a second step.")
+            rule = ("`missing` with the lowest number of a required item it never shows, else `ok` with the last "
+                    "column empty; order does not matter")
+        sem = [f"Write one entry per attempt under the header `{HEADER}`, in any order: {rule}.",
+               "The same part twice in a row counts once."]
         if any(r.truncated for r in world.runs):
-            sem.append("A log that stops before its `finished` line gets the verdict `unreadable` and an empty "
-                       "step.")
+            sem.append("A file cut off before its closing entry is `unreadable`.")
         if inp.has("dependent"):
-            sem.append(f"Then write {SUMMARY} counting the runs per verdict.")
+            sem.append(f"Then write {SUMMARY} with the number of attempts per outcome.")
         if inp.has("distractor"):
-            sem.append(f"The procedure in force is the one in {DOC}.")
+            sem.append(f"Only {doc} is in force.")
         return Slots(
-            topic=f"the {inp.topic} run review",
-            situation="We follow the playbook's procedure for this work, and a few runs last month went wrong "
-                      "somewhere.",
-            inputs=f"Each .log file in {RUNS} is one run, with one line per completed step"
-                   + (f", and {INDEX} says who ran it and in which mode." if split else "."),
-            guidance=f"The procedure is quoted in {DOC}, numbered as in the playbook.",
-            ask="check every run log against the playbook's procedure and tell me which runs broke it and where",
+            topic=f"the {inp.topic} review of last month's work",
+            situation=f"We work through {name} for this, and a few attempts went wrong somewhere.",
+            inputs=f"Each .txt file in {RUNS} is one attempt, each completed part on its own line"
+                   + (f", and {INDEX} says who did it and in which mode." if split else "."),
+            guidance=f"The parts are written down, numbered, in {doc}.",
+            ask=f"check every attempt in {RUNS} against {name} and tell me which ones went wrong and where",
             semantics=sem, deliverable=f"Put the result in {OUT}.",
-            constraints=["Do not edit the logs."], hint="Each log line after the timestamp reads `done: <step>`.",
-            example="run-999,missing,2", outputs=[OUT, SUMMARY, "/app/out"])
+            constraints=["Do not edit the attempt files."], hint="After the timestamp, each entry reads `done: <name>`.",
+            example="a-999,missing,2", outputs=[OUT, SUMMARY, "/app/out"])
 
     def _rubric(self, inp: ShapeInput, world: RunWorld) -> RubricSpec:
         p = world.pred
-        must = [Bullet(f"Give every audited run its exact verdict and breaking step in {OUT}", "metric:verdicts_exact"),
-                Bullet("Treat retried steps and skipped optional steps as the procedure allows",
-                       "metric:wording_runs")]
+        must = [Bullet(f"Give every attempt its exact outcome and number in {OUT}", "metric:verdicts_exact"),
+                Bullet(f"Count a part repeated in a row once, and accept what {p.subject!r} marks optional",
+                       "metric:verdicts_exact")]
         if inp.has("dependent"):
-            must.append(Bullet(f"Count the verdicts in {SUMMARY} from the same audit", "metric:summary"))
+            must.append(Bullet(f"Count the outcomes in {SUMMARY} from the same audit", "metric:summary"))
         avoid = pitfall_bullets(inp.knowledge, [p], 2)
-        avoid.append(Bullet("Flagging a run for skipping a step the procedure marks as optional", p.source.label))
+        avoid.append(Bullet(f"Flagging an attempt for skipping what {p.subject!r} marks as optional", p.source.label))
         optional = [lab for lab, o in zip(world.labels, world.optional, strict=False) if o]
         steps = "; ".join(f"{i + 1}. {lab}" for i, lab in enumerate(world.labels))
-        practice = [Bullet(f"Follow the playbook's {p.subject!r} procedure in its own order ({steps[:170]})",
+        practice = [Bullet(f"Follow {p.subject!r} in its own order ({steps[:190]})",
                            p.source.label)]
         if optional:
-            practice.append(Bullet(f"Read the playbook's wording for {', '.join(optional)[:120]}: it is optional, "
-                                   "so its absence is compliant", p.source.label))
+            practice.append(Bullet(f"Read the wording for {', '.join(optional)[:120]}: it is optional, "
+                                   "so its absence is fine", p.source.label))
         details = p.params.get("details") or []
         if details:
-            practice.append(Bullet(f"Use the step descriptions, e.g. \"{details[0][:140]}\", to match log lines to "
-                                   "steps", p.source.label))
+            practice.append(Bullet(f"Match entries by the descriptions, e.g. \"{details[0][:150]}\"",
+                                   p.source.label))
         return RubricSpec(must, avoid, practice)
 
     def _cheats(self, world: RunWorld) -> dict[str, str]:
         ids = sorted(r.id for r in world.runs)
         return {
-            "all_compliant.sh": cheats.rows(OUT, HEADER, [f"{r},compliant," for r in ids]),
+            "all_ok.sh": cheats.rows(OUT, HEADER, [f"{r},ok," for r in ids]),
             "all_missing_first.sh": cheats.rows(OUT, HEADER, [f"{r},missing,1" for r in ids]),
             "every_verdict.sh": cheats.rows(OUT, HEADER, [f"{r},{v},{s}" for r in ids for v, s in
-                                                            (("compliant", ""), ("missing", "1"),
+                                                            (("ok", ""), ("missing", "1"),
                                                              ("out_of_order", "2"))]),
             "header_only.sh": cheats.header_only(OUT, HEADER),
-            "example_only.sh": cheats.rows(OUT, HEADER, ["run-999,missing,2"]),
+            "example_only.sh": cheats.rows(OUT, HEADER, ["a-999,missing,2"]),
         }
 
     def _challenges(self, inp: ShapeInput, world: RunWorld) -> list[Challenge]:
         text = {
-            "split_sources": ("operator and mode are in runs/index.csv, not in the logs", ["verdicts_exact"]),
+            "split_sources": ("operator and mode are in attempts/index.csv, not in the attempt files", ["verdicts_exact"]),
             "distractor": ("a superseded v1 of the procedure with two steps swapped sits next to the current one",
-                           ["breaking_steps"]),
+                           ["order_breaks"]),
             "dependent": ("run_summary.json must count the verdicts of the audit", ["summary"]),
-            "precondition": ("dry runs break the procedure but are out of scope", ["wording_runs"]),
+            "precondition": ("dry runs break the procedure but are out of scope", ["dry_runs_excluded"]),
             "corrupted": ("a truncated log must be reported unreadable", ["unreadable_logs"]),
-            "boundary": ("optional steps and retries are compliant; a late repeat is not", ["wording_runs"]),
+            "boundary": ("optional steps and retries are compliant; a late repeat is not",
+                         ["retries_accepted", "optional_skips", "late_repeats"]),
             "rule_in_docs": ("the step order and optional steps are only in the quoted procedure",
-                             ["breaking_steps"]),
-            "ordering": ("the procedure's order decides which runs are out of order", ["breaking_steps"]),
-            "multi_rule": ("both missing and out-of-order runs must be told apart", ["breaking_steps"]),
+                             ["missing_steps"]),
+            "ordering": ("the procedure's order decides which runs are out of order", ["order_breaks"]),
+            "multi_rule": ("both missing and out-of-order runs must be told apart", ["missing_steps", "order_breaks"]),
         }
         return [Challenge(pattern="", dimension="", effect=e, instantiation=text[e][0], tested_by=text[e][1])
                 for e in inp.effects if e in text]
@@ -320,11 +336,20 @@ class ChecklistAudit(RunAudit):
     effects = frozenset({"split_sources", "dependent", "precondition", "corrupted", "boundary", "rule_in_docs",
                          "multi_rule"})
 
+    def design(self, inp: ShapeInput) -> Design:
+        """A checklist whose items are all required and unordered leaves the naive reading nothing to get wrong:
+        such a world always has dry runs that are out of scope (the precondition), so reading the checklist's
+        scope is part of the method."""
+        optional = inp.preds[0].params.get("optional") or []
+        if not any(optional) and not inp.has("precondition"):
+            inp = replace(inp, effects=[*inp.effects, "precondition"])
+        return super().design(inp)
+
 
 NEXT = "/app/out/next_steps.csv"
 RESUME_LOADER = '''
 def load():
-    rows = read_table(OUT, ["run", "next"])
+    rows = read_table(OUT, ["attempt", "next"])
     if rows is None:
         return None
     return [(r[0], r[1] if len(r) > 1 else "") for r in rows]
@@ -336,7 +361,7 @@ SPEC = json.loads(__SPEC__)
 labels = {l: i + 1 for i, l in enumerate(SPEC["labels"])}
 required = [i + 1 for i, o in enumerate(SPEC["optional"]) if not o]
 rows = []
-for path in sorted(pathlib.Path(SPEC["dir"]).glob("run-*.log")):
+for path in sorted(pathlib.Path(SPEC["dir"]).glob("a-*.txt")):
     steps = [labels[m.group(1)] for ln in path.read_text().splitlines() if (m := re.match(r"\S+ done: (.*)$", ln))]
     left = [s for s in required if s not in steps]
     rows.append((path.stem, str(left[0]) if left else "done"))
@@ -344,7 +369,7 @@ for path in sorted(pathlib.Path(SPEC["dir"]).glob("run-*.log")):
 RESUME_NAIVE = '''
 # The naive plan: the step after the last one logged, optional or not.
 rows = []
-for path in sorted(pathlib.Path(SPEC["dir"]).glob("run-*.log")):
+for path in sorted(pathlib.Path(SPEC["dir"]).glob("a-*.txt")):
     steps = [labels[m.group(1)] for ln in path.read_text().splitlines() if (m := re.match(r"\\S+ done: (.*)$", ln))]
     nxt = (max(steps) + 1) if steps else 1
     rows.append((path.stem, str(nxt) if nxt <= len(SPEC["labels"]) else "done"))
@@ -352,7 +377,7 @@ for path in sorted(pathlib.Path(SPEC["dir"]).glob("run-*.log")):
 RESUME_MAIN = '''
 out = pathlib.Path(SPEC["out"])
 out.parent.mkdir(parents=True, exist_ok=True)
-out.write_text("\\n".join(["run,next"] + [",".join(r) for r in rows]) + "\\n")
+out.write_text("\\n".join(["attempt,next"] + [",".join(r) for r in rows]) + "\\n")
 '''
 
 
@@ -380,23 +405,25 @@ class RunResume:
             for s in r.steps:
                 t += dt.timedelta(minutes=4 + s % 7)
                 lines.append(f"{t:%Y-%m-%dT%H:%M:%SZ} done: {world.labels[s - 1]}")
-            files[f"app/runs/{r.id}.log"] = "\n".join(lines) + "\n"
-        files[DOC.lstrip("/")] = notes_doc("Procedure", inp.text, [pred],
+            files[f"app/attempts/{r.id}.txt"] = "\n".join(lines) + "\n"
+        doc = doc_path(pred)
+        files[doc.lstrip("/")] = notes_doc(pred.subject, inp.text, [pred],
                                            f"Quoted from our {inp.text.name} playbook; the step numbers are the "
                                            "playbook's order.")
         answers = {r.id: next_step(world, r.steps) for r in runs}
-        skipped = sorted(r.id for r in runs if r.kind in ("skipped_earlier", "optional_next", "retry"))
-        expected = {"answers": answers, "edges": skipped}
+        groups = {"skipped_required": "skipped_earlier", "optional_ahead": "optional_next", "retried_steps": "retry"}
+        strata = {name: sorted(r.id for r in runs if r.kind == kind) for name, kind in groups.items()}
+        expected = {"answers": answers, "strata": {k: v for k, v in strata.items() if v}}
         spec = {"labels": world.labels, "optional": world.optional, "dir": RUNS, "out": NEXT}
         solver = RESUME_SOLVER.replace("__SPEC__", repr(json.dumps(spec)))
         metrics = [Metric("next_exact", "Share of runs whose next step (or done) is exactly right.",
                           'return exact_rate(EXPECTED["answers"], out)', ("exact_rate",), [pred.id])]
-        if len(skipped) >= 2:
-            metrics.append(Metric("wording_runs", "Jaccard of (run, next) on runs where the procedure's wording "
-                                  "decides: a required step skipped earlier, an optional step ahead, a retry.",
-                                  'keep = set(EXPECTED["edges"])\n'
-                                  'return jaccard([(r, n) for r, n in EXPECTED["answers"].items() if r in keep],\n'
-                                  '               [(r, n) for r, n in out if r in keep])', ("jaccard",), [pred.id]))
+        for name in expected["strata"]:
+            metrics.append(Metric(name, f"Share of the {name.replace('_', ' ')} runs planned exactly, weighted by "
+                                  "next_exact.",
+                                  f'keep = EXPECTED["strata"][{name!r}]\ngot = dict(out)\n'
+                                  'right = sum(got.get(r) == EXPECTED["answers"][r] for r in keep) / len(keep)\n'
+                                  'return right * metric_next_exact(out)', (), [pred.id]))
         metrics.append(Metric("finished_runs", "Jaccard of the runs reported done against the runs with every "
                               "required step completed.",
                               'return jaccard([[r] for r, n in EXPECTED["answers"].items() if n == "done"],\n'
@@ -406,19 +433,18 @@ class RunResume:
         optional = [lab for lab, o in zip(world.labels, world.optional, strict=False) if o]
         slots = Slots(
             topic=f"the {inp.topic} hand-over",
-            situation="Several runs of the playbook's procedure were interrupted at shift change, and whoever picks "
-                      "them up needs to know where to continue.",
-            inputs=f"Each .log file in {RUNS} is one unfinished run, with one line per completed step.",
-            guidance=f"The procedure is quoted in {DOC}, numbered as in the playbook.",
-            ask="work out, for every run, which step of the procedure has to be done next",
-            semantics=["The next step is the lowest-numbered step the procedure requires that the run has not "
-                       "completed yet, even if a later step was already logged; steps the procedure marks as "
-                       "optional are never required.",
-                       "A run with every required step completed gets `done`.",
-                       "Write one line per run under the header `run,next`, with the step number or `done`."],
-            deliverable=f"Put the plan in {NEXT}.", constraints=["Do not edit the logs."],
-            hint="Match each log line's text after `done: ` to the procedure's steps.",
-            example="run-999,3", outputs=[NEXT, "/app/out"])
+            situation="Several attempts were interrupted at shift change, and whoever picks them up needs to "
+                      "know where to continue.",
+            inputs=f"Each .txt file in {RUNS} is one unfinished attempt, each completed part on its own line.",
+            guidance=f"The parts are written down, numbered, in {doc}.",
+            ask=f"work out, for every attempt in {RUNS}, what of “{pred.subject}” has to be done next",
+            semantics=["Next is the lowest number among the required ones not completed yet, even if a later one "
+                       "was already done; the ones marked optional are never required, and an attempt with all required "
+                       "ones done gets `done`.",
+                       "Write one entry per attempt under the header `attempt,next`, with the number or `done`."],
+            deliverable=f"Put the plan in {NEXT}.", constraints=["Do not edit the attempt files."],
+            hint="Match each entry's text after `done: ` to the numbered parts.",
+            example="a-999,3", outputs=[NEXT, "/app/out"])
         return Design(
             shape=self.name, archetype=self.archetype, verifier=self.verifier,
             objective=f"Plan the next step of {len(runs)} interrupted runs of the playbook's {pred.subject!r} "
@@ -426,30 +452,31 @@ class RunResume:
             env_files=files, docker_lines=["COPY app/ /app/", "RUN mkdir -p /app/out"], slots=slots, check=check,
             expected=expected,
             rubric=RubricSpec(
-                [Bullet(f"Give every run its exact next required step, or done, in {NEXT}", "metric:next_exact"),
-                 Bullet("Go back to a required step a run skipped, even after later steps", "metric:wording_runs")],
+                [Bullet(f"Give every attempt its exact next required number, or done, in {NEXT}", "metric:next_exact"),
+                 Bullet("Go back to a required part an attempt skipped, even after later ones", "metric:next_exact")],
                 [*pitfall_bullets(inp.knowledge, [pred], 2),
-                 Bullet("Planning an optional step as the next required one", pred.source.label)],
-                [Bullet(f"Follow the playbook's {pred.subject!r} order: "
+                 Bullet("Planning an optional part as the next required one", pred.source.label)],
+                [Bullet(f"Follow the {pred.subject!r} order: "
                         + "; ".join(f"{i + 1}. {lab}" for i, lab in enumerate(world.labels))[:170], pred.source.label)]
-                + ([Bullet(f"Read the playbook's wording for {', '.join(optional)[:100]}: optional, never required",
+                + ([Bullet(f"Read the wording for {', '.join(optional)[:100]}: optional, never required",
                            pred.source.label)] if optional else [])),
             solve=solver_script(solver + RESUME_MAIN), wrong=solver_script(solver + RESUME_NAIVE + RESUME_MAIN),
-            cheats={"all_first_step.sh": cheats.rows(NEXT, "run,next", [f"{r},1" for r in ids]),
-                    "all_done.sh": cheats.rows(NEXT, "run,next", [f"{r},done" for r in ids]),
-                    "header_only.sh": cheats.header_only(NEXT, "run,next"),
-                    "example_only.sh": cheats.rows(NEXT, "run,next", ["run-999,3"])},
+            cheats={"all_first_step.sh": cheats.rows(NEXT, "attempt,next", [f"{r},1" for r in ids]),
+                    "all_done.sh": cheats.rows(NEXT, "attempt,next", [f"{r},done" for r in ids]),
+                    "header_only.sh": cheats.header_only(NEXT, "attempt,next"),
+                    "example_only.sh": cheats.rows(NEXT, "attempt,next", ["a-999,3"])},
             complexity=Complexity(level=inp.sample.complexity, files_to_read=len(runs) + 1,
                                   rules_in_play=len(world.labels), dependent_steps=2, items=len(runs)),
-            challenges=[Challenge(pattern="", dimension="", effect=e, instantiation=t, tested_by=["wording_runs"])
+            challenges=[Challenge(pattern="", dimension="", effect=e, instantiation=t,
+                                  tested_by=list(expected["strata"]) or ["next_exact"])
                         for e, t in {"boundary": "optional steps are never next; a retry is not progress",
                                      "rule_in_docs": "the order and the optional steps are only in the procedure",
                                      "ordering": "a required step skipped earlier comes before later ones",
                                      "dependent": "each run's plan depends on what its log already holds",
                                      "multi_rule": "runs stand at different points of the procedure"}.items()
                         if e in inp.effects],
-            facts=[f"{RUNS}/run-*.log: {len(runs)} unfinished runs", f"{DOC}: the procedure, quoted"],
+            facts=[f"{RUNS}/a-*.txt: {len(runs)} unfinished attempts", f"{doc}: the procedure, quoted"],
             boundary=InformationBoundary(stated=["where the logs and the procedure are", "what 'next' means"],
                                          discover=["the step order and which steps are optional"]),
-            docs=[DOC], deliverables=[NEXT],
+            docs=[doc], deliverables=[NEXT],
         )

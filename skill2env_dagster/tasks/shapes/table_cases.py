@@ -234,53 +234,48 @@ class TableCases:
         return out
 
     def _slots(self, inp: ShapeInput, world: CaseWorld, answer_col: str, split: bool) -> Slots:
+        name = f"“{world.pred.subject}”"
         if world.mode == "classify":
-            how = (f"Each case is a short note; give it the {world.key_col} of the table row whose "
-                   f"{world.input_col} it contains as a whole word (letter case does not matter), and `unknown` "
-                   "when it contains none.")
+            how = (f"Each line is a short note; give it the {world.key_col} whose {world.input_col} it contains as "
+                   "a whole word (letter case does not matter), or `unknown` when it contains none.")
         else:
-            how = (f"Each case names a {world.key_col}; answer with that row's {world.answer_col}, matching the "
-                   f"{world.key_col} exactly but ignoring letter case and surrounding spaces, and answer `unknown` "
-                   f"for a {world.key_col} that is not in the table.")
-        if self.evidence:
-            sem = [how, f"Write a tab-separated file with the header `case<TAB>{answer_col}<TAB>line` and one line "
-                   f"per case, in any order, where line is the number (from 1) of the line in {DOC} that holds the "
-                   "table row deciding the case, left empty for unknown."]
-        else:
-            sem = [how, f"Write a tab-separated file with the header `case<TAB>{answer_col}` and one line per case, "
-                   "in any order."]
+            how = (f"Each line names a {world.key_col}; give its {world.answer_col}, matching exactly but ignoring "
+                   "letter case and surrounding spaces, or `unknown` when it is not listed.")
+        head = f"case<TAB>{answer_col}" + ("<TAB>line" if self.evidence else "")
+        sem = [how, f"Write a tab-separated file with the header `{head}`, one line per entry, in any order"
+               + (f"; line is the line number (from 1) in {DOC} of the row that decides, empty for unknown."
+                  if self.evidence else ".")]
         if world.scoped:
-            sem.append("Only open cases are answered; closed ones are left out.")
+            sem.append("Only open ones are answered; closed ones are left out.")
         if inp.has("dependent"):
-            sem.append(f"Then write {COUNTS} mapping each answer to the number of cases that got it.")
+            sem.append(f"Then write {COUNTS} mapping each answer to how often it was given.")
         if inp.has("distractor"):
-            sem.append(f"The table in force is the one in {DOC}.")
+            sem.append(f"Only {DOC} is in force.")
         return Slots(
-            topic=f"the {inp.topic} case batch",
-            situation=f"We decide these with the playbook's {world.pred.subject!r} table and want the batch done "
-                      "consistently.",
-            inputs=f"The cases are in {CASES}" + (f", and {STATUS} says which are open." if split else "."),
-            guidance=f"The table is quoted in {DOC}.",
-            ask="decide every case in the batch with the playbook's table",
-            semantics=sem, deliverable=f"Put the answers in {OUT}.", constraints=["Leave the cases file as it is."],
+            topic=f"the {inp.topic} batch",
+            situation=f"We decide these with {name} and want the batch done consistently.",
+            inputs=f"The batch is in {CASES}" + (f", and {STATUS} says which are open." if split else "."),
+            guidance=f"{name} is copied into {DOC}.",
+            ask=f"decide every entry of the batch with {name}",
+            semantics=sem, deliverable=f"Put the answers in {OUT}.", constraints=["Leave the input as it is."],
             hint="The file is tab-separated; Python's csv module with delimiter '\\t' reads it.",
             example=f"C999<TAB>{world.pred.params['rows'][0][world.pred.params['value' if world.mode == 'lookup' else 'key']]}",
             outputs=[OUT, COUNTS, "/app/out"])
 
     def _rubric(self, inp: ShapeInput, world: CaseWorld) -> RubricSpec:
         p = world.pred
-        must = [Bullet(f"Give every open case its exact {world.answer_col} from the table in {OUT}",
+        must = [Bullet(f"Give every open entry its exact {world.answer_col} from {p.subject!r} in {OUT}",
                        "metric:answers_exact"),
-                Bullet("Answer unknown for near-miss keys and notes the table does not cover", "metric:unknown_cases")]
+                Bullet("Answer unknown for near-miss keys and notes it does not cover", "metric:answers_exact")]
         avoid = pitfall_bullets(inp.knowledge, [p], 2)
-        avoid.append(Bullet("Guessing the closest row for a key or note the table does not list", p.source.label))
-        rows = p.params["rows"][:3]
-        sample = "; ".join(f"{r[p.params['key']]} → {r[p.params['value']]}" for r in rows)
-        practice = [Bullet(f"Decide each case from the playbook's {p.subject!r} table ({sample[:150]})",
-                           p.source.label)]
+        avoid.append(Bullet(f"Guessing the closest entry of {p.subject!r} for anything it does not list",
+                            p.source.label))
+        rows = p.params["rows"][:4]
+        cols = p.params["columns"]
+        sample = "; ".join(" / ".join(f"{c}: {v}" for c, v in zip(cols, r, strict=False)) for r in rows)
+        practice = [Bullet(f"Decide from {p.subject!r} as written ({sample[:200]})", p.source.label)]
         if world.mode == "classify":
-            practice.append(Bullet(f"Match the {world.input_col} words as the table lists them, whole words only",
-                                   p.source.label))
+            practice.append(Bullet(f"Match the {world.input_col} as listed, whole words only", p.source.label))
         return RubricSpec(must, avoid, practice)
 
     def _cheats(self, world: CaseWorld, answer_col: str) -> dict[str, str]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 
-from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary
+from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary, Predicate
+from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.tasks.compose.docs import notes_doc
 from skill2env_dagster.tasks.compose.instruction import Slots
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, pitfall_bullets
@@ -22,7 +23,10 @@ from skill2env_dagster.tasks.verify import cheats
 from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
 from skill2env_dagster.tasks.worlds.documents import NONE_BODY, DocWorld, build, damage, heading_key, render
 
-DOC = "/app/docs/template.md"
+
+def doc_path(pred: Predicate) -> str:
+    """The template's doc, named after it."""
+    return f"/app/docs/{to_label(pred.subject, 'layout')[:40]}.md"
 CASES = "/app/cases"
 OUT = "/app/out"
 DRAFTS = "/app/drafts"
@@ -209,7 +213,7 @@ class TemplateAuthor:
         pred = inp.preds[0]
         world = build(pred, 1 + inp.level, inp.rng("docs"), inp.vocabulary, 2 + inp.level)
         files: dict[str, str | bytes] = {f"app/cases/{c.id}.txt": _case_file(world, c.id) for c in world.cases}
-        files[DOC.lstrip("/")] = notes_doc("Template", inp.text, [pred],
+        files[doc_path(pred).lstrip("/")] = notes_doc(pred.subject, inp.text, [pred],
                                            f"Quoted from our {inp.text.name} playbook: the structure every such "
                                            "document follows.")
         expected = {"cases": [c.id for c in world.cases], "facts": _facts(world),
@@ -258,44 +262,42 @@ class TemplateAuthor:
                 "split_sources": ("each case's notes are in its own file", ["facts_placed"]),
                 "preserve": ("every note must appear verbatim, once", ["facts_placed"])}),
             facts=[f"{CASES}/*.txt: {len(world.cases)} case file(s) with fields and notes",
-                   f"{DOC}: the playbook's template {pred.subject!r}, quoted"],
+                   f"{doc_path(pred)}: the skill's template {pred.subject!r}, quoted"],
             boundary=InformationBoundary(
                 stated=["where the cases and the template are", "one document per case, notes under their section"],
                 discover=["the template's exact section names and order"]),
-            docs=[DOC], deliverables=outputs,
+            docs=[doc_path(pred)], deliverables=outputs,
         )
 
     def _slots(self, inp: ShapeInput, world: DocWorld) -> Slots:
+        name = f"“{world.pred.subject}”"
         return Slots(
             topic=f"the {inp.topic} write-ups",
-            situation="The write-ups have to look exactly like the playbook's template so the reviewers can read "
-                      "them side by side.",
+            situation=f"The write-ups have to follow {name} exactly so the reviewers can read them side by side.",
             inputs=f"Each case is a text file in {CASES} with its field values and its notes, each note tagged "
-                   "with the section it belongs to.",
-            guidance=f"The template is quoted in {DOC}.",
-            ask="write one document per case that follows the playbook's template",
-            semantics=["Use every section of the template as a Markdown heading, with the template's wording and "
-                       "in the template's order, and put each note verbatim under its section.",
-                       "A section holds only its notes, one per line, and a section without notes gets the single "
-                       "line `None.`; the field values go before the first section as `**Field:** value` lines."],
+                   "with the heading it belongs under.",
+            guidance=f"{name} is copied into {doc_path(world.pred)}.",
+            ask=f"write one Markdown document per case in the shape {name} lays out",
+            semantics=[f"Use every heading of {name} as a `## ` heading, worded and ordered as there, and put each "
+                       "note verbatim under its heading, one per line.",
+                       "A heading without notes gets the single line `None.`, and the field values go before the "
+                       "first heading as `**Field:** value` lines."],
             deliverable=f"Save each document as {OUT}/<case>.md, named after its case.",
             constraints=["Leave the case files as they are."],
-            hint="A heading line starts with ## followed by the section name.",
-            example="## <section name>", outputs=[OUT, *[f"{OUT}/{c.id}.md" for c in world.cases]])
+            hint="A heading line starts with ## followed by its name.",
+            example="## <heading>", outputs=[OUT, *[f"{OUT}/{c.id}.md" for c in world.cases]])
 
     def _rubric(self, inp: ShapeInput, world: DocWorld) -> RubricSpec:
         p = world.pred
-        must = [Bullet("Write one document per case with every note under its own section, verbatim",
+        must = [Bullet("Write one document per case with every note verbatim under its own heading",
                        "metric:facts_placed"),
-                Bullet("Use the template's sections, wording and order, with None. for empty ones",
+                Bullet(f"Use every heading of {p.subject!r}, worded and ordered as there, with None. for empty ones",
                        "metric:documents_complete")]
         avoid = pitfall_bullets(inp.knowledge, [p], 2)
-        avoid.append(Bullet("Dropping template sections that have no notes, or inventing sections", p.source.label))
-        practice = [Bullet(f"Follow the playbook's {p.subject!r} structure: {' / '.join(world.headings)[:170]}",
-                           p.source.label)]
+        avoid.append(Bullet("Dropping headings that have no notes, or inventing new ones", p.source.label))
+        practice = [Bullet(f"Follow {p.subject!r} as laid out: {' / '.join(world.headings)[:200]}", p.source.label)]
         if world.fields:
-            practice.append(Bullet(f"Fill the template's fields ({', '.join(world.fields)}) from the case",
-                                   p.source.label))
+            practice.append(Bullet(f"Fill {', '.join(world.fields)} as {p.subject!r} asks", p.source.label))
         return RubricSpec(must, avoid, practice)
 
     def _cheats(self, world: DocWorld, inp: ShapeInput) -> dict[str, str]:
@@ -333,7 +335,7 @@ class TemplateRepair:
             for h, body in world.drafts[c.id]:
                 draft += [f"## {h}", "", body, ""]
             files[f"app/drafts/{c.id}.md"] = "\n".join(draft).rstrip() + "\n"
-        files[DOC.lstrip("/")] = notes_doc("Template", inp.text, [pred],
+        files[doc_path(pred).lstrip("/")] = notes_doc(pred.subject, inp.text, [pred],
                                            f"Quoted from our {inp.text.name} playbook: the structure every such "
                                            "document follows.")
         expected = {"cases": [c.id for c in world.cases], "final": {c.id: render(world, c) for c in world.cases},
@@ -374,40 +376,39 @@ class TemplateRepair:
                 "multi_rule": ("drafts break the template in different ways", ["documents_exact"]),
                 "partial_prior": ("each draft is someone's half-finished work to salvage", ["documents_exact"])}),
             facts=[f"{DRAFTS}/*.md: {len(world.cases)} drafts with missing, misordered or renamed sections",
-                   f"{DOC}: the playbook's template {pred.subject!r}, quoted"],
+                   f"{doc_path(pred)}: the skill's template {pred.subject!r}, quoted"],
             boundary=InformationBoundary(stated=["which drafts to fix and the preservation rule"],
                                          discover=["the template's exact section names and order",
                                                    "what is wrong with each draft"]),
-            docs=[DOC], deliverables=[f"{DRAFTS}/{c.id}.md" for c in world.cases],
+            docs=[doc_path(pred)], deliverables=[f"{DRAFTS}/{c.id}.md" for c in world.cases],
         )
 
     def _slots(self, inp: ShapeInput, world: DocWorld) -> Slots:
+        name = f"“{world.pred.subject}”"
         return Slots(
             topic=f"the {inp.topic} drafts",
-            situation="Several drafts drifted from the playbook's template: sections went missing, moved or got "
-                      "renamed.",
+            situation=f"Several drafts drifted from {name}: headings went missing, moved or got renamed.",
             inputs=f"The drafts are the Markdown files in {DRAFTS}.",
-            guidance=f"The template is quoted in {DOC}.",
-            ask="bring every draft back to the playbook's template in place",
-            semantics=["Each draft must end up with the template's sections as `## ` headings, with the "
-                       "template's exact wording and order, each section's body kept exactly as it is.",
-                       f"A section the draft lacks is added with the single line `{NONE_BODY}` as its body, "
+            guidance=f"{name} is copied into {doc_path(world.pred)}.",
+            ask=f"bring every draft back to {name} in place",
+            semantics=[f"Each draft must end up with the headings of {name} as `## ` headings, worded and ordered "
+                       "as there, each body kept exactly as it is.",
+                       f"A heading the draft lacks is added with the single line `{NONE_BODY}` as its body, "
                        "separated by blank lines like the others; the title line stays first."],
             deliverable="Edit the drafts where they are.",
             constraints=["Do not reword, reorder or drop any body text."],
-            hint="Compare each draft's ## headings with the template before editing.",
+            hint="Compare each draft's ## headings with the original before editing.",
             example=f"## {world.headings[0]}", outputs=[DRAFTS])
 
     def _rubric(self, inp: ShapeInput, world: DocWorld) -> RubricSpec:
         p = world.pred
-        must = [Bullet("Give every draft the template's sections, exact wording and order",
+        must = [Bullet(f"Give every draft the headings of {p.subject!r}, worded and ordered as there",
                        "metric:structure_restored"),
-                Bullet("Keep every body byte for byte, adding None. only for missing sections",
+                Bullet("Keep every body byte for byte, adding None. only under missing headings",
                        "metric:documents_exact")]
         avoid = pitfall_bullets(inp.knowledge, [p], 2)
-        avoid.append(Bullet("Rewriting or dropping body text while moving sections", "metric:documents_exact"))
-        practice = [Bullet(f"Restore the playbook's {p.subject!r} structure: {' / '.join(world.headings)[:170]}",
-                           p.source.label)]
+        avoid.append(Bullet("Rewriting or dropping body text while moving headings", "metric:documents_exact"))
+        practice = [Bullet(f"Restore {p.subject!r} as laid out: {' / '.join(world.headings)[:200]}", p.source.label)]
         return RubricSpec(must, avoid, practice)
 
     def _cheats(self, world: DocWorld) -> dict[str, str]:

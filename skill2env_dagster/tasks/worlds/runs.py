@@ -5,7 +5,7 @@ optional steps skipped (compliant), a step retried in a row (compliant), runs ou
 Verdict rules (stated in the instruction; which steps are optional is only in the quoted procedure):
 - missing: a required step never appears; `step` = the lowest-numbered such step;
 - out_of_order (ordered procedures only): a step appears after a later step of the procedure; `step` = that step;
-- compliant otherwise; a run's log that ends without the closing line is `unreadable`.
+- ok otherwise; a run's log that ends without the closing line is `unreadable`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from skill2env_dagster.models.blueprint import Predicate
 
-VERDICTS = ("compliant", "missing", "out_of_order")
+VERDICTS = ("ok", "missing", "out_of_order")
 
 
 @dataclass
@@ -55,7 +55,7 @@ class RunWorld:
                 if s < high:
                     return "out_of_order", str(s)
                 high = max(high, s)
-        return "compliant", ""
+        return "ok", ""
 
     def in_scope(self, run: Run) -> bool:
         return not self.scoped or run.mode == "live"
@@ -117,7 +117,7 @@ def build(pred: Predicate, n_runs: int, rng: random.Random, words: list[str], *,
     runs = []
     for i, kind in enumerate(plan):
         steps = _with(kind, n, optional, ordered, rng) or _with("missing", n, optional, ordered, rng) or [1]
-        runs.append(Run(id=f"run-{i + 1:03d}", steps=steps, kind=kind, operator=operators[i % len(operators)]))
+        runs.append(Run(id=f"a-{i + 1:03d}", steps=steps, kind=kind, operator=operators[i % len(operators)]))
     extra = []
     if precondition:  # dry runs break the procedure but are out of scope
         for k in range(2):
@@ -131,7 +131,7 @@ def build(pred: Predicate, n_runs: int, rng: random.Random, words: list[str], *,
     runs += extra
     rng.shuffle(runs)
     for i, r in enumerate(runs):
-        r.id = f"run-{i + 1:03d}"
+        r.id = f"a-{i + 1:03d}"
     world = RunWorld(pred, ordered, labels, optional, runs, precondition, operators)
     _require_spread(world)
     return world
@@ -139,9 +139,9 @@ def build(pred: Predicate, n_runs: int, rng: random.Random, words: list[str], *,
 
 def _require_spread(world: RunWorld) -> None:
     verdicts = [v for v, _ in world.expected().values()]
-    if verdicts.count("compliant") > 0.5 * len(verdicts) or verdicts.count("compliant") == 0:
-        raise ValueError("runs: compliant share must be between one run and half of the runs")
-    if sum(v != "compliant" for v in verdicts) < 2:
+    if verdicts.count("ok") > 0.5 * len(verdicts) or verdicts.count("ok") == 0:
+        raise ValueError("runs: the share of ok runs must be between one run and half of the runs")
+    if sum(v != "ok" for v in verdicts) < 2:
         raise ValueError("runs: fewer than two non-compliant runs")
 
 
@@ -187,10 +187,10 @@ def build_partial(pred: Predicate, n_runs: int, rng: random.Random) -> tuple[Run
             steps = [s for s in range(1, j + 1) if not optional[s - 1]]
         elif kind == "retry" and steps:
             steps = [*steps, steps[-1]]
-        runs.append(PartialRun(f"run-{i + 1:03d}", steps, kind))
+        runs.append(PartialRun(f"a-{i + 1:03d}", steps, kind))
     rng.shuffle(runs)
     for i, r in enumerate(runs):
-        r.id = f"run-{i + 1:03d}"
+        r.id = f"a-{i + 1:03d}"
     answers = [next_step(world, r.steps) for r in runs]
     if max(answers.count(a) for a in set(answers)) > 0.5 * len(answers) or len(set(answers)) < 3:
         raise ValueError("runs: next steps too uniform")
