@@ -2,18 +2,18 @@
 
 Usage:
   .venv/bin/python benchmarks/bench_generation.py [SKILLS_DIR ...] [--variants 3] [--concurrency 2]
-        [--no-gates] [--cheats] [--limit N] [--json FILE] [--keep DIR]
+        [--no-gates] [--limit N | --sample N] [--json FILE] [--keep DIR]
 Default SKILLS_DIR: ../shared/corpus/skills (then examples/skillhub if absent).
 
 For every eligible skill: knowledge → offline plan → axis samples → up to --variants candidates (frozen-order
-builder), then every candidate through the gates (static checks, Oracle = 1, no-op = 0, wrong.sh < 1) at
---concurrency. With --cheats, every retained task's solution/cheats/*.sh also runs in a fresh container (like
-the Oracle); a cheat above a 0.5 mean reward is listed. Prints:
+builder), then every candidate through the full gates (static checks, Oracle = 1, no-op = 0, wrong.sh < 1,
+mutation testing, the creator's cheats, the tamper kit) at --concurrency. Prints:
 - coverage: eligible skills with ≥ 1 retained task, and the reason for every other skill;
 - realised archetype/verifier combinations among retained tasks, and how often the sampled one was realised;
 - template smell: the share of the most common normalised verifier skeleton (tests/*.sh + tests/*.py with
   identifiers, strings and numbers replaced by placeholders; data files excluded);
 - retrieval probe of the retained tasks against the corpus skills (TF-IDF, rubric only, masked controls);
+- the highest mean reward any cheat or trivial mutant earned per retained task (the gate rejects above 0.5);
 - creation seconds per task; ten random retained tasks with their blueprint and what makes them hard.
 Figures only; nothing is asserted.
 """
@@ -137,31 +137,6 @@ def create_all(skills: list, variants: int, pins: dict[str, str], out: Path) -> 
     return records, reasons
 
 
-def docker_cheats(task: Path, settings: object, client: object) -> dict[str, dict[str, float]]:
-    """Run each solution/cheats/*.sh like the Oracle in a fresh container (a copy of the task with the cheat as
-    solve.sh), the way the gates' cheat stage will."""
-    from skill2env_dagster.gates.images import build_image
-    from skill2env_dagster.gates.runner import run_trial
-    from skill2env_dagster.models.task_dir import TaskDir
-    from skill2env_dagster.models.task_toml import TaskToml
-
-    td = TaskDir(task)
-    config = TaskToml.from_toml(td.config.read_text())
-    image, _ = build_image(client, td.environment_dir, settings.build_network,  # type: ignore[attr-defined]
-                           config.environment.build_timeout_sec)
-    out = {}
-    for cheat in sorted((task / "solution" / "cheats").glob("*.sh")):
-        with tempfile.TemporaryDirectory(prefix="cheat-") as tmp:
-            shadow = Path(tmp) / task.name
-            shutil.copytree(task, shadow)
-            shutil.rmtree(shadow / "solution")
-            (shadow / "solution").mkdir()
-            shutil.copy(cheat, shadow / "solution" / "solve.sh")
-            outcome = run_trial(client, image, TaskDir(shadow), config, settings, TaskDir(shadow).solve_script)
-            out[cheat.name] = outcome.reward.metrics
-    return out
-
-
 def probe(records: list[dict], skills: list, retained: set[str]) -> None:
     from skill2env_dagster.probe import candidate_skills, load_tasks, probe_retrieval
 
@@ -196,8 +171,8 @@ def main() -> None:
     ap.add_argument("--variants", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--no-gates", action="store_true")
-    ap.add_argument("--cheats", action="store_true")
     ap.add_argument("--limit", type=int, default=0, help="only the first N eligible skills (for quick looks)")
+    ap.add_argument("--sample", type=int, default=0, help="a seeded random sample of N eligible skills")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--keep", type=Path, help="copy retained tasks here")
     args = ap.parse_args()
@@ -206,14 +181,15 @@ def main() -> None:
                                if p.is_dir()][:1]
     crawl = crawl_paths(sources).records
     skills = [r for r in crawl if r.is_eligible][: args.limit or None]
+    if args.sample:
+        skills = sorted(random.Random(0).sample(skills, min(args.sample, len(skills))), key=lambda s: s.skill_id)
     with tempfile.TemporaryDirectory(prefix="bench-gen-") as tmp:
         t0 = time.perf_counter()
         records, empty = create_all(skills, args.variants, _pins(args.no_gates), Path(tmp))
         t1 = time.perf_counter()
         verdicts: dict[str, str] = {}
-        cheat_fails: list[str] = []
+        shortcut: dict[str, float] = {}
         if not args.no_gates:
-            from skill2env_dagster.gates.container import client_for
             from skill2env_dagster.gates.runner import run_gates
             from skill2env_dagster.gates.settings import GateSettings
 
@@ -222,15 +198,9 @@ def main() -> None:
             for r, rep in zip(records, reports, strict=True):
                 verdicts[r["task"]] = rep.verdict.value if rep.verdict is GateVerdict.RETAINED else \
                     f"{rep.verdict.value}:{rep.reason.value if rep.reason else '?'}"
-            if args.cheats:
-                client = client_for(settings)
-                for r in records:
-                    if verdicts[r["task"]] == "retained":
-                        for name, m in docker_cheats(Path(r["path"]), settings, client).items():
-                            score = sum(m.values()) / len(m) if m else 0.0
-                            r.setdefault("cheats", {})[name] = round(score, 3)
-                            if score > 0.5:
-                                cheat_fails.append(f"{r['task']} {name} {score:.2f} {m}")
+                tried = [a for a in rep.cheats + rep.mutants if a.kind == "cheat" or a.family == "trivial"]
+                r["shortcuts"] = {a.name: round(a.mean, 3) for a in tried}
+                shortcut[r["task"]] = max((a.mean for a in tried), default=0.0)
         else:
             verdicts = {r["task"]: "retained" for r in records}
         t2 = time.perf_counter()
@@ -263,10 +233,10 @@ def main() -> None:
         secs = [r["seconds"] for r in records]
         print(f"\ncreation: {len(records)} candidates in {t1 - t0:.1f} s (incl. planning); "
               f"{sum(secs) / max(1, len(secs)):.3f} s per task (blueprint + files); gates {t2 - t1:.1f} s")
-        if args.cheats:
-            print(f"cheats above 0.5: {len(cheat_fails)}")
-            for line in cheat_fails[:20]:
-                print("  " + line)
+        if shortcut:
+            best = [shortcut[r["task"]] for r in kept]
+            print(f"shortcuts (cheats + trivial mutants) on retained tasks: max mean reward "
+                  f"{max(best, default=0):.2f}, median {sorted(best)[len(best) // 2] if best else 0:.2f}")
         if kept:
             probe(records, skills, retained)
             print("\nten random retained tasks:")

@@ -14,7 +14,7 @@ from typing import Any
 
 import dagster as dg
 
-from skill2env_dagster.artifacts import AXES, GATES, PLANS, SNAPSHOT, TASKS
+from skill2env_dagster.artifacts import AXES, GATES, KNOWLEDGE, PLANS, SNAPSHOT, TASKS
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
 from skill2env_dagster.assets.plans import knowledge_of
 from skill2env_dagster.gates.freeze import compute_freeze_hash
@@ -79,7 +79,8 @@ def _blueprints(bundles: list[TaskBundle]) -> str:
         fallback = (bp.axes.fallback_reason or "-").replace("|", "/")[:120]
         rows.append(f"| {b.task_name} | {bp.shape} | {rules} | {challenges} | {bp.complexity.required_steps} | "
                     f"{fallback} |")
-    head = "| task | shape | rules (skill line) | challenges | required steps | axis fallback |\n|---|---|---|---|---|---|\n"
+    head = ("| task | shape | rules (skill line) | challenges | required steps | axis fallback |\n"
+            "|---|---|---|---|---|---|\n")
     return head + "\n".join(rows) if rows else "no blueprints"
 
 
@@ -117,8 +118,8 @@ def _frozen_check(result: TaskBundleSet) -> dg.AssetCheckResult:
 
 
 @dg.asset(
-    name=TASKS.name, partitions_def=skills_partitions, deps=[PLANS.name, AXES.name], group_name="tasks",
-    kinds={"docker", "harbor"}, code_version=TASKS_VERSION, pool="docker",
+    name=TASKS.name, partitions_def=skills_partitions, deps=[KNOWLEDGE.name, PLANS.name, AXES.name],
+    group_name="tasks", kinds={"docker", "harbor"}, code_version=TASKS_VERSION, pool="docker",
     check_specs=[dg.AssetCheckSpec(FROZEN_CHECK, asset=TASKS.name, blocking=True,
                                    description="Retained tasks are unchanged since their freeze.")],
 )

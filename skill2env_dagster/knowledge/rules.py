@@ -122,11 +122,11 @@ def token_rules(rule: Rule, raw_text: str) -> list[TokenRule]:
     if out:
         return out
     for rx in _FORBID:
-        if m := rx.search(raw_text):
-            return [TokenRule(polarity="forbid", token=m.group(1).strip(), text=rule.text, exception=rule.exception,
+        if found := rx.search(raw_text):
+            return [TokenRule(polarity="forbid", token=found.group(1).strip(), text=rule.text, exception=rule.exception,
                               ref=rule.ref)]
-    if m := _REQUIRE.search(raw_text):
-        return [TokenRule(polarity="require", token=m.group(1).strip(), text=rule.text, exception=rule.exception,
+    if req := _REQUIRE.search(raw_text):
+        return [TokenRule(polarity="require", token=req.group(1).strip(), text=rule.text, exception=rule.exception,
                           ref=rule.ref)]
     return out
 

@@ -305,7 +305,7 @@ def _combos(c: Candidate) -> list[tuple[str, str]]:
 def _method(c: _Ctx) -> list[Workflow]:
     """Workflows built on the skill's checkable method: one per strong rule, procedure, table or template (two
     per family at most), each with the combinations the task shapes realise from it (rotated per workflow)."""
-    out = []
+    out: list[Workflow] = []
     for family, cands in families(compile_candidates(c.knowledge, c.skill.skill_file)).items():
         for k, cand in enumerate(cands[:2]):
             combos = _combos(cand)
@@ -352,7 +352,8 @@ def plan_offline(skill: SkillRecord, *, prompt_version: str, catalogue: AxisCata
     ctx = _Ctx(skill, facts or extract_facts(skill), catalogue or load_axes(), knowledge or extract_knowledge(skill))
     candidates = [w for build in BUILDERS for w in build(ctx)]
     ranked = sorted(enumerate(candidates), key=lambda iw: (-iw[1].criteria.total(), iw[0]))
-    chosen, names = [], set()
+    chosen: list[Workflow] = []
+    names: set[str] = set()
     for _, w in ranked:
         name = w.name
         for i in range(2, 10):

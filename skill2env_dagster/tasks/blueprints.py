@@ -34,7 +34,7 @@ SEED_ATTEMPTS = 4
 LEVEL_EFFECTS = {2: ("dependent", "split_sources", "multi_rule"), 3: ("split_sources", "distractor", "corrupted")}
 
 
-class NoShape(Skill2EnvError):
+class NoShapeError(Skill2EnvError):
     """No shape can realise any task from this skill's predicates."""
 
 
@@ -58,7 +58,8 @@ def shape_order(sample: AxisSample, fams: dict[str, list[Candidate]], used: Sequ
          "kept the archetype"),
     ]
     for combo in sample.fallbacks:
-        tiers.append(([s for s in fit if (s.archetype, s.verifier) == (combo.archetype, combo.primary_verifier_pattern)],
+        wanted = (combo.archetype, combo.primary_verifier_pattern)
+        tiers.append(([s for s in fit if (s.archetype, s.verifier) == wanted],
                       f"sampled combination not realisable here; used the sample's fallback "
                       f"{combo.archetype}/{combo.primary_verifier_pattern}"))
     tiers.append((list(fit), f"neither {sample.archetype}/{sample.primary_verifier_pattern} nor its fallbacks are "
@@ -141,7 +142,7 @@ def pick_effects(shape: Shape, sample: AxisSample, level: int, pool: PatternPool
 def plan_task(skill: SkillRecord, knowledge: SkillKnowledge, workflow: Workflow, sample: AxisSample,
               task_name: str, seed: int, vocabulary: list[str], used: Sequence[str] = (),
               focus: WorkflowFocus | None = None) -> Planned:
-    """The blueprint and its design; raises NoShape (creator_contract_failed) when nothing can be built."""
+    """The blueprint and its design; raises NoShapeError (creator_contract_failed) when nothing can be built."""
     fams = families(compile_candidates(knowledge, skill.skill_file))
     pool = load_patterns()
     rng = random.Random(f"{seed}:blueprint")
@@ -171,7 +172,7 @@ def plan_task(skill: SkillRecord, knowledge: SkillKnowledge, workflow: Workflow,
         why = reason if not tried else f"{reason}; tried first: {' | '.join(tried)}"
         return Planned(_blueprint(task_name, skill, workflow, sample, design, preds, effects, why.strip("; "),
                                   pattern_reason), design)
-    raise NoShape(ReasonCode.NO_CHECKABLE_RULE, "no shape can build a task from this skill's rules"
+    raise NoShapeError(ReasonCode.NO_CHECKABLE_RULE, "no shape can build a task from this skill's rules"
                   + (f" ({' | '.join(tried)})" if tried else " (no checkable rule found)"))
 
 

@@ -109,7 +109,8 @@ class LLMGenerator:
     # --- the five steps ----------------------------------------------------------------------------------------
     def environment(self, ctx: CreationContext) -> EnvironmentDraft:
         r = self._call(ctx, "environment", EnvironmentReply)
-        files = {**r.files, "Dockerfile": dockerfile(ctx.base_images[r.image], r.dockerfile_lines)}
+        files: dict[str, str | bytes] = {**r.files,
+                                         "Dockerfile": dockerfile(ctx.base_images[r.image], r.dockerfile_lines)}
         return EnvironmentDraft(files, r.image, "llm", ctx.sample.archetype, ctx.sample.primary_verifier_pattern)
 
     def instruction(self, ctx: CreationContext) -> str:

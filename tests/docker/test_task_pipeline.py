@@ -46,7 +46,8 @@ def created(docker_client, examples_dir, tmp_path_factory):
     for name, shapes in SHAPES_BY_SKILL.items():
         skill = skill_from_dir(examples_dir / name)
         plans, axes = plans_and_axes(skill, shapes)
-        out[name] = create_tasks_for_skill(store, skill, plans, axes, OfflineGenerator(), _gate, load_base_images())
+        out[name] = create_tasks_for_skill(store, skill, plans, axes, OfflineGenerator(), _gate, load_base_images(),
+                                          CreationSettings(max_variants=len(shapes)))
     return store, out
 
 

@@ -26,14 +26,16 @@ def skill_from_dir(folder: Path, source: str = "examples") -> SkillRecord:
             files.append(FileEntry(rel_path=p.relative_to(folder).as_posix(), size=len(data),
                                    sha256=hashlib.sha256(data).hexdigest(), kind="text"))
     digest = hashlib.sha256("".join(f"{f.rel_path}{f.sha256}" for f in files).encode()).hexdigest()
-    return SkillRecord(skill_id=f"{source}__{folder.name}", source=source, source_kind="dir", source_uri=str(folder.parent),
+    return SkillRecord(skill_id=f"{source}__{folder.name}", source=source, source_kind="dir",
+                       source_uri=str(folder.parent),
                        rel_path=folder.name, abs_path=str(folder), skill_file="SKILL.md", name=meta["name"],
                        description=meta["description"], body=body, files=files, bundle_digest=digest)
 
 
 def plans_and_axes(skill: SkillRecord, shapes: list[str] | None = None, complexity: str | None = None):
     """Offline plans and axes; with `shapes`, variant i is forced onto the archetype/verifier combination of
-    shapes[i] (one task per shape, on a workflow focused on that shape's family), without fallbacks; `complexity` forces every variant's level."""
+    shapes[i] (one task per shape, on a workflow focused on that shape's family), without fallbacks; `complexity`
+    forces every variant's level."""
     plans = plan_offline(skill, prompt_version="test")
     axes = sample_axes(plans)
     if shapes:

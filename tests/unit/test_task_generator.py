@@ -13,7 +13,7 @@ import pytest
 
 from skill2env_dagster.gates.rubric import rubric_problems
 from skill2env_dagster.reasons import ReasonCode
-from skill2env_dagster.tasks.blueprints import NoShape
+from skill2env_dagster.tasks.blueprints import NoShapeError
 from skill2env_dagster.tasks.generator import OfflineGenerator, make_context
 from skill2env_dagster.tasks.pipeline import task_name
 from tests.unit.task_helpers import SHAPE_NAMES, plans_and_axes, skill_from_dir
@@ -144,7 +144,7 @@ def test_unrealisable_combination_records_its_fallback(skill):
 
 
 def test_blueprint_lands_in_task_metadata(skill):
-    gen, ctx, planned = _planned(skill, "table_cases", "medium")
+    gen, ctx, _ = _planned(skill, "table_cases", "medium")
     meta = gen.metadata(ctx)
     assert meta["blueprint_shape"] == "table_cases" and meta["blueprint_rules"][0].startswith("R1 lookup")
     assert set(meta["rubric_sources"]) >= {"must-do-1", "must-avoid-1", "best-practice-1"}
@@ -158,6 +158,6 @@ def test_skill_without_checkable_rules_gets_a_reason(tmp_path):
     skill = skill_from_dir(folder)
     plans, axes = plans_and_axes(skill)
     wf = plans.workflows[0]
-    with pytest.raises(NoShape) as e:
+    with pytest.raises(NoShapeError) as e:
         OfflineGenerator().plan(make_context(skill, wf, axes.samples[0], PINS, "t"))
     assert e.value.reason is ReasonCode.NO_CHECKABLE_RULE

@@ -13,7 +13,8 @@ from skill2env_dagster.tasks.shapes.template_doc import TemplateAuthor, Template
 
 SHAPES: list[Shape] = [
     EntryAudit(), EntryChecker(), CheckerRepair(), TokenScanner(), EntryFix(), EntryNormaliser(),
-    MetamorphicNormaliser(), RunAudit(), RunResume(), ChecklistAudit(), TableCases(), TableEvidence(), TemplateAuthor(), TemplateRepair(),
+    MetamorphicNormaliser(), RunAudit(), RunResume(), ChecklistAudit(), TableCases(), TableEvidence(),
+    TemplateAuthor(), TemplateRepair(),
 ]
 
 __all__ = ["SHAPES", "Shape"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
 from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary, Predicate
 from skill2env_dagster.tasks.compose.instruction import Slots
@@ -49,7 +50,8 @@ def load():
     if rows is None:
         return None
     rows = [r + ("",) * (3 - len(r)) for r in rows]
-    return {"findings": [r[:3] for r in rows if r[1] != "INVALID"], "invalid": [r[:1] for r in rows if r[1] == "INVALID"],
+    return {"findings": [r[:3] for r in rows if r[1] != "INVALID"],
+            "invalid": [r[:1] for r in rows if r[1] == "INVALID"],
             "summary": read_json(SUMMARY)}
 '''
 
@@ -141,8 +143,8 @@ class EntryAudit:
         files: dict[str, str | bytes] = dict(render(world, lay))
         files[NOTES.lstrip("/")] = notes(inp, world)
         findings = world.findings()
-        expected = {"findings": [list(f) for f in findings], "invalid": world.invalid(), "strata": strata(world),
-                    "counts": dict(Counter(f[1] for f in findings))}
+        expected: dict[str, Any] = {"findings": [list(f) for f in findings], "invalid": world.invalid(),
+                                    "strata": strata(world), "counts": dict(Counter(f[1] for f in findings))}
         if world.invalid():
             expected["counts"]["INVALID"] = len(world.invalid())
         if inp.has("distractor"):

@@ -23,7 +23,7 @@ from skill2env_dagster.tasks.compose.docs import notes_doc
 from skill2env_dagster.tasks.compose.instruction import Slots
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, exception_bullet, pitfall_bullets, rule_bullet
 from skill2env_dagster.tasks.predicates.entry_rules import violation
-from skill2env_dagster.tasks.predicates.entry_values import Words, code_line, token_value
+from skill2env_dagster.tasks.predicates.entry_values import Role, Words, code_line, token_value
 from skill2env_dagster.tasks.shapes.base import Design, ShapeError, ShapeInput
 from skill2env_dagster.tasks.shapes.entry_audit import ENTRY_KINDS, how
 from skill2env_dagster.tasks.shapes.entry_files import (
@@ -46,6 +46,8 @@ TOOL = "/app/bin/check-register"
 SAMPLE = "/app/samples/register.csv"
 SAMPLE_OUT = "/app/samples/findings.txt"
 HIDDEN = "/tests/hidden"
+
+SCAN_ROLES: list[Role] = ["breach", "near_miss", "comply"]
 
 CHECKER_LOADER = '''
 def load():
@@ -156,7 +158,8 @@ def _rubric(inp: ShapeInput, world: EntryWorld, first: Bullet) -> RubricSpec:
                           "metric:hidden_wording")]
     avoid = [exception_bullet(p, world.exempt[p.id]) for p in world.preds if world.exempt.get(p.id)][:1]
     avoid += pitfall_bullets(inp.knowledge, world.preds, 2 - len(avoid))
-    avoid.append(Bullet("Hard-coding the sample's findings instead of implementing the rules", "metric:hidden_breaches"))
+    avoid.append(Bullet("Hard-coding the sample's findings instead of implementing the rules",
+                        "metric:hidden_breaches"))
     practice = [rule_bullet(p, how(p, world)) for p in world.preds[:3]]
     return RubricSpec(must, avoid, practice)
 
@@ -366,7 +369,7 @@ def _corpus(preds: list[Predicate], rng: random.Random, vocabulary: list[str], f
         body = []
         for n in range(1, lines + 1):
             p = rng.choice(preds)
-            role = rng.choices(["breach", "near_miss", "comply"], weights=[2, 3, 3])[0]
+            role = rng.choices(SCAN_ROLES, weights=[2, 3, 3])[0]
             v = token_value(p, role, words) or code_line(f"{words.pick()[0]}_{words.pick()[0]}", words)
             broken = [q.id for q in preds if violation(q, v) is not None]
             body.append(v)

@@ -270,7 +270,8 @@ class EntryNormaliser:
         cases = {}
         for i, w in enumerate(worlds):
             name = f"register-{i + 1}.csv"
-            cases[name] = {"input": csv_text(w, name).splitlines(), "output": csv_text(fixed_world(w), name).splitlines()}
+            cases[name] = {"input": csv_text(w, name).splitlines(),
+                           "output": csv_text(fixed_world(w), name).splitlines()}
         src = SOLVER.replace("__SPEC__", repr(json.dumps(spec(world, single_layout(world, "in.csv"))))) + FIX_PROGRAM
         program = "#!/usr/bin/env python3\n" + (src + CLI_FIX).strip("\n") + "\n"
         naive = "#!/usr/bin/env python3\n" + (src + NAIVE_FIX + CLI_FIX).strip("\n") + "\n"
@@ -376,8 +377,9 @@ class EntryFix:
                     "after": {"/" + p: after[p].replace("\r\n", "\n").split("\n") for p in data}}
         files: dict[str, str | bytes] = {**before, NOTES.lstrip("/"): notes(inp, world)}
         src = SOLVER.replace("__SPEC__", repr(json.dumps(spec(world, lay)))) + FIX_PROGRAM
-        main = ('\nmeta = {}\nif SPEC["registry"]:\n    reg = list(csv.reader(pathlib.Path(SPEC["registry"]).read_text()'
-                '.splitlines()))\n    meta = {r[0]: dict(zip(reg[0], r)) for r in reg[1:]}\n'
+        main = ('\nmeta = {}\nif SPEC["registry"]:\n'
+                '    reg = list(csv.reader(pathlib.Path(SPEC["registry"]).read_text().splitlines()))\n'
+                '    meta = {r[0]: dict(zip(reg[0], r)) for r in reg[1:]}\n'
                 'for path in SPEC["files"]:\n    pathlib.Path(path).write_text(fix_file(path, meta))\n')
         ids = [p.id for p in world.preds]
         metrics = [
@@ -386,7 +388,8 @@ class EntryFix:
                    'got = [c for p in EXPECTED["files"] for c in changed_lines(p, out[p])]\nreturn jaccard(want, got)',
                    ("jaccard",), ids),
             Metric("files_exact", "Share of the register files needing repairs that now equal the repaired file byte "
-                   "for byte.", 'todo = [p for p in EXPECTED["files"] if EXPECTED["after"][p] != EXPECTED["before"][p]]\n'
+                   "for byte.",
+                   'todo = [p for p in EXPECTED["files"] if EXPECTED["after"][p] != EXPECTED["before"][p]]\n'
                    'return sum(out[p] == EXPECTED["after"][p] for p in todo) / len(todo)', (), ids),
             Metric("untouched", "Share of lines that had to stay unchanged and did, weighted by the fixed-value "
                    "score.", 'keep = [(p, ln) for p in EXPECTED["files"] for ln in EXPECTED["after"][p]\n'

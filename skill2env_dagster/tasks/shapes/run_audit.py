@@ -11,6 +11,7 @@ import datetime as dt
 import json
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary, Predicate
 from skill2env_dagster.models.labels import to_label
@@ -224,7 +225,7 @@ class RunAudit:
                                   f'return jaccard([(r[0], r[2]) for r in EXPECTED["rows"] if r[1] == {verdict!r}],\n'
                                   f'               [(r[0], r[2]) for r in out["rows"] if r[1] == {verdict!r}])',
                                   ("jaccard",), pid))
-        for name, runs in expected["strata"].items():
+        for name in expected["strata"]:
             out.append(Metric(name, f"Share of {STRATA[name]} judged exactly (verdict and step), weighted by "
                               "verdicts_exact.",
                               f'keep = set(EXPECTED["strata"][{name!r}])\n'
@@ -270,7 +271,8 @@ class RunAudit:
             guidance=f"The parts are written down, numbered, in {doc}.",
             ask=f"check every attempt in {RUNS} against {name} and tell me which ones went wrong and where",
             semantics=sem, deliverable=f"Put the result in {OUT}.",
-            constraints=["Do not edit the attempt files."], hint="After the timestamp, each entry reads `done: <name>`.",
+            constraints=["Do not edit the attempt files."],
+            hint="After the timestamp, each entry reads `done: <name>`.",
             example="a-999,missing,2", outputs=[OUT, SUMMARY, "/app/out"])
 
     def _rubric(self, inp: ShapeInput, world: RunWorld) -> RubricSpec:
@@ -309,7 +311,8 @@ class RunAudit:
 
     def _challenges(self, inp: ShapeInput, world: RunWorld) -> list[Challenge]:
         text = {
-            "split_sources": ("operator and mode are in attempts/index.csv, not in the attempt files", ["verdicts_exact"]),
+            "split_sources": ("operator and mode are in attempts/index.csv, not in the attempt files",
+                              ["verdicts_exact"]),
             "distractor": ("a superseded v1 of the procedure with two steps swapped sits next to the current one",
                            ["order_breaks"]),
             "dependent": ("run_summary.json must count the verdicts of the audit", ["summary"]),
@@ -413,7 +416,7 @@ class RunResume:
         answers = {r.id: next_step(world, r.steps) for r in runs}
         groups = {"skipped_required": "skipped_earlier", "optional_ahead": "optional_next", "retried_steps": "retry"}
         strata = {name: sorted(r.id for r in runs if r.kind == kind) for name, kind in groups.items()}
-        expected = {"answers": answers, "strata": {k: v for k, v in strata.items() if v}}
+        expected: dict[str, Any] = {"answers": answers, "strata": {k: v for k, v in strata.items() if v}}
         spec = {"labels": world.labels, "optional": world.optional, "dir": RUNS, "out": NEXT}
         solver = RESUME_SOLVER.replace("__SPEC__", repr(json.dumps(spec)))
         metrics = [Metric("next_exact", "Share of runs whose next step (or done) is exactly right.",
@@ -439,8 +442,8 @@ class RunResume:
             guidance=f"The parts are written down, numbered, in {doc}.",
             ask=f"work out, for every attempt in {RUNS}, what of “{pred.subject}” has to be done next",
             semantics=["Next is the lowest number among the required ones not completed yet, even if a later one "
-                       "was already done; the ones marked optional are never required, and an attempt with all required "
-                       "ones done gets `done`.",
+                       "was already done; the ones marked optional are never required, and an attempt with all "
+                       "required ones done gets `done`.",
                        "Write one entry per attempt under the header `attempt,next`, with the number or `done`."],
             deliverable=f"Put the plan in {NEXT}.", constraints=["Do not edit the attempt files."],
             hint="Match each entry's text after `done: ` to the numbered parts.",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from typing import Any
 
 from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary
 from skill2env_dagster.tasks.compose.docs import notes_doc
@@ -26,6 +27,10 @@ DOC = "/app/docs/reference.md"
 STALE = "/app/docs/reference-old.md"
 OUT = "/app/out/answers.tsv"
 COUNTS = "/app/out/counts.json"
+
+# The share of reported lines that are distinct in-scope cases: a per-class metric is blind to lines outside its
+# class, so it is scaled by this (the superset and list-everything shortcuts add such lines).
+PRECISION = '(len({c for c, _ in out["rows"]} & set(EXPECTED["answers"])) / len(out["rows"]) if out["rows"] else 0.0)'
 
 LOADER = '''
 def load():
@@ -142,7 +147,7 @@ class TableCases:
                                            f"Quoted from our {inp.text.name} playbook.")
         if inp.has("distractor"):
             files[STALE.lstrip("/")] = self._stale(world)
-        expected = {"answers": world.expected(),
+        expected: dict[str, Any] = {"answers": world.expected(),
                     "unknown": sorted(cid for cid, a in world.expected().items() if a == UNKNOWN),
                     "counts": dict(Counter(world.expected().values()))}
         lines = self._row_lines(inp, world, str(files[DOC.lstrip("/")]))
@@ -208,18 +213,21 @@ class TableCases:
         out = [Metric("answers_exact", "Share of in-scope cases whose answer is exactly right (extra, repeated or "
                       "out-of-scope cases count against).",
                       'return exact_rate(EXPECTED["answers"], out["rows"])', ("exact_rate",), pid),
-               Metric("every_answer", "Mean over the table's answers of the Jaccard of the cases given that answer: "
-                      "each row of the table must be used.",
+               Metric("every_answer", "Mean over the table's answers of the Jaccard of the cases given that answer "
+                      "(each row of the table must be used), times the share of reported lines that are distinct "
+                      "in-scope cases (listing every case under every answer, or invented cases, earn nothing).",
                       'scores = []\nfor a in sorted(set(EXPECTED["answers"].values())):\n'
                       '    want = [[c] for c, v in EXPECTED["answers"].items() if v == a]\n'
                       '    got = [[c] for c, v in out["rows"] if v == a]\n'
-                      '    scores.append(jaccard(want, got))\nreturn sum(scores) / len(scores)',
+                      '    scores.append(jaccard(want, got))\n'
+                      'return sum(scores) / len(scores) * ' + PRECISION,
                       ("jaccard",), pid)]
         if len(expected["unknown"]) >= 1 and len(expected["answers"]) - len(expected["unknown"]) >= 2:
-            out.append(Metric("unknown_cases", "Jaccard of the cases answered unknown: near misses and notes without "
-                              "a signal word must not be guessed.",
+            out.append(Metric("unknown_cases", "Jaccard of the cases answered unknown (near misses and notes without "
+                              "a signal word must not be guessed), times the share of reported lines that are "
+                              "distinct in-scope cases.",
                               'return jaccard([[c] for c in EXPECTED["unknown"]], '
-                              '[[c] for c, v in out["rows"] if v == "unknown"])', ("jaccard",), pid))
+                              '[[c] for c, v in out["rows"] if v == "unknown"]) * ' + PRECISION, ("jaccard",), pid))
         if self.evidence:
             out.append(Metric("cited_rows", "Jaccard of (case, answer, line) triples: each answer must cite the "
                               "line of the reference table row that decides it.",
@@ -235,6 +243,8 @@ class TableCases:
 
     def _slots(self, inp: ShapeInput, world: CaseWorld, answer_col: str, split: bool) -> Slots:
         name = f"“{world.pred.subject}”"
+        params = world.pred.params
+        example = params["rows"][0][params["value" if world.mode == "lookup" else "key"]]
         if world.mode == "classify":
             how = (f"Each line is a short note; give it the {world.key_col} whose {world.input_col} it contains as "
                    "a whole word (letter case does not matter), or `unknown` when it contains none.")
@@ -259,7 +269,7 @@ class TableCases:
             ask=f"decide every entry of the batch with {name}",
             semantics=sem, deliverable=f"Put the answers in {OUT}.", constraints=["Leave the input as it is."],
             hint="The file is tab-separated; Python's csv module with delimiter '\\t' reads it.",
-            example=f"C999<TAB>{world.pred.params['rows'][0][world.pred.params['value' if world.mode == 'lookup' else 'key']]}",
+            example=f"C999<TAB>{example}",
             outputs=[OUT, COUNTS, "/app/out"])
 
     def _rubric(self, inp: ShapeInput, world: CaseWorld) -> RubricSpec:

@@ -14,7 +14,8 @@ def _write(path: str, text: str) -> str:
 
 
 def script(*bodies: str) -> str:
-    return "#!/bin/bash\n# A shortcut that does none of the work; it must not earn the reward.\nset -u\n" + "".join(bodies)
+    head = "#!/bin/bash\n# A shortcut that does none of the work; it must not earn the reward.\nset -u\n"
+    return head + "".join(bodies)
 
 
 def empty(paths: list[str]) -> str:

@@ -85,14 +85,14 @@ def _with(kind: str, n: int, optional: list[bool], ordered: bool, rng: random.Ra
         return [s for s in steps if s != req[-1]] or None
     if kind == "retry":
         i = rng.randrange(len(steps))
-        return steps[: i + 1] + [steps[i]] + steps[i + 1:]
+        return [*steps[: i + 1], steps[i], *steps[i + 1:]]
     if kind in ("out_of_order", "retry_out_of_order"):
         if not ordered or len(steps) < 2:
             return None
         i = rng.randrange(len(steps) - 1)
-        out = steps[:i] + [steps[i + 1], steps[i]] + steps[i + 2:]
+        out = [*steps[:i], steps[i + 1], steps[i], *steps[i + 2:]]
         if kind == "retry_out_of_order":
-            out = out[: i + 1] + [out[i]] + out[i + 1:]
+            out = [*out[: i + 1], out[i], *out[i + 1:]]
         return out
     if kind == "late_repeat":  # an earlier step done again after later ones: out of order, not a retry
         if not ordered or len(steps) < 3:
@@ -120,7 +120,7 @@ def build(pred: Predicate, n_runs: int, rng: random.Random, words: list[str], *,
         runs.append(Run(id=f"a-{i + 1:03d}", steps=steps, kind=kind, operator=operators[i % len(operators)]))
     extra = []
     if precondition:  # dry runs break the procedure but are out of scope
-        for k in range(2):
+        for _ in range(2):
             steps = _with("missing", n, optional, ordered, rng) or [1]
             extra.append(Run(id="", steps=steps, kind="dry_run", mode="dry-run"))
     if corrupted:
