@@ -1,12 +1,13 @@
 """Hand-written cheap outputs against generated tasks, through the real gate's cheat stage.
 
 Usage:
-  .venv/bin/python benchmarks/bench_cheat_battery.py [--keep DIR]
+  .venv/bin/python benchmarks/bench_cheat_battery.py [SHAPE ...] [--keep DIR]
 
 Three offline tasks (an entry audit on csv-dedupe, a run audit on log-triage-awk, a table lookup on
 lab-unit-conversion, from examples/skillhub) get a battery of shortcuts written the way an adversarial policy would
 write them after reading the instruction, not by the generator: empty outputs, the header only, list everything
-(every id × every rule / every attempt × every outcome / every case × every answer the world mentions), echo the
+(every id × every rule / every attempt × every outcome / every case × every answer the docs' table or
+definition list mentions), echo the
 example or the colleague's draft, and a forged reward file. The battery replaces solution/cheats/ in a copy of
 each task, and `gate_task` runs it like the Oracle (fresh sandbox, verifier with the documented environment).
 Prints each cheat's mean reward and per-metric rewards, the gate's verdict, and the generator's own cheats' means
@@ -75,7 +76,10 @@ BATTERY: dict[str, dict[str, str]] = {
             "words = set()\nfor p in pathlib.Path('/app/docs').glob('*.md'):\n"
             "    for ln in p.read_text().splitlines():\n"
             "        if ln.startswith('|'):\n"
-            "            words |= {c.strip() for c in ln.strip('|').split('|') if c.strip() and '-' not in c}\n"
+            "            cells = [c.strip() for c in ln.strip('|').split('|')]\n"
+            "            words |= {c for c in cells if c and not re.fullmatch(r':?-+:?', c)}\n"
+            "        elif m := re.match(r'- `?[^`:]+`?: (.+)', ln):\n"
+            "            words.add(m.group(1).strip())\n"
             "words |= {'unknown'}\n"
             "import os\nrows = [os.environ['H']] + [f'{c}\\t{w}' for c in cases for w in sorted(words)]\n"
             "pathlib.Path('/app/out/answers.tsv').write_text('\\n'.join(rows) + '\\n')\nPY\n"),
@@ -119,12 +123,15 @@ def with_battery(task: Path, battery: dict[str, str], root: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("shapes", nargs="*", help=f"some of {sorted(TASKS)} (default: all)")
     ap.add_argument("--keep", type=Path)
     args = ap.parse_args()
     settings = GateSettings(mutation_testing=False)  # the cheats are what is measured here
     with tempfile.TemporaryDirectory(prefix="cheat-battery-") as tmp:
         root = Path(tmp)
         for shape, skill in TASKS.items():
+            if args.shapes and shape not in args.shapes:
+                continue
             task = make(shape, REPO / "examples" / "skillhub" / skill, root / "tasks")
             own = gate_task(task, settings)
             mine = gate_task(with_battery(task, BATTERY[shape], root), settings)
