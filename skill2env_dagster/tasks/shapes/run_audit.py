@@ -39,6 +39,9 @@ STRATA = {"retries_accepted": "runs with a step logged twice in a row", "optiona
 STRATUM_KINDS = {"retries_accepted": ("retry", "retry_out_of_order"), "optional_skips": ("optional_skip",),
                  "late_repeats": ("late_repeat",)}
 
+# Per-verdict metrics are blind to lines of other verdicts or invented runs: scaled by the checkpy helper.
+RUN_PRECISION = 'precision([r[0] for r in out["rows"]], [r[0] for r in EXPECTED["rows"]])'
+
 LOADER = '''
 def load():
     rows = read_table(OUT, ["attempt", "outcome", "part"])
@@ -221,10 +224,11 @@ class RunAudit:
                       ("exact_rate",), pid)]
         for verdict, name in (("missing", "missing_steps"), ("out_of_order", "order_breaks")):
             if expected["counts"].get(verdict):
-                out.append(Metric(name, f"Jaccard of (run, step) over the runs judged {verdict}.",
+                out.append(Metric(name, f"Jaccard of (run, step) over the runs judged {verdict}, times the share "
+                                  "of reported lines that are distinct audited runs.",
                                   f'return jaccard([(r[0], r[2]) for r in EXPECTED["rows"] if r[1] == {verdict!r}],\n'
-                                  f'               [(r[0], r[2]) for r in out["rows"] if r[1] == {verdict!r}])',
-                                  ("jaccard",), pid))
+                                  f'               [(r[0], r[2]) for r in out["rows"] if r[1] == {verdict!r}])'
+                                  f' * {RUN_PRECISION}', ("jaccard", "precision"), pid))
         for name in expected["strata"]:
             out.append(Metric(name, f"Share of {STRATA[name]} judged exactly (verdict and step), weighted by "
                               "verdicts_exact.",
@@ -240,8 +244,10 @@ class RunAudit:
                               'return gone * metric_verdicts_exact(out)', (), pid))
         if "unreadable" in expected["counts"]:
             out.append(Metric("unreadable_logs", "Jaccard of the runs reported unreadable against the truncated "
-                              "logs.", 'return jaccard([[r[0]] for r in EXPECTED["rows"] if r[1] == "unreadable"],\n'
-                              '               [[r[0]] for r in out["rows"] if r[1] == "unreadable"])', ("jaccard",)))
+                              "logs, times the share of reported lines that are distinct audited runs.",
+                              'return jaccard([[r[0]] for r in EXPECTED["rows"] if r[1] == "unreadable"],\n'
+                              '               [[r[0]] for r in out["rows"] if r[1] == "unreadable"])'
+                              f' * {RUN_PRECISION}', ("jaccard", "precision")))
         if dependent:
             out.append(Metric("summary", "run_summary.json counts the runs per verdict exactly, in agreement with "
                               "the audit file.", SUMMARY_BODY, ("exact_rate",)))
@@ -428,9 +434,11 @@ class RunResume:
                                   'right = sum(got.get(r) == EXPECTED["answers"][r] for r in keep) / len(keep)\n'
                                   'return right * metric_next_exact(out)', (), [pred.id]))
         metrics.append(Metric("finished_runs", "Jaccard of the runs reported done against the runs with every "
-                              "required step completed.",
+                              "required step completed, times the share of reported lines that are distinct runs.",
                               'return jaccard([[r] for r, n in EXPECTED["answers"].items() if n == "done"],\n'
-                              '               [[r] for r, n in out if n == "done"])', ("jaccard",), [pred.id]))
+                              '               [[r] for r, n in out if n == "done"])'
+                              ' * precision([r for r, _ in out], EXPECTED["answers"])', ("jaccard", "precision"),
+                              [pred.id]))
         check = CheckScript(RESUME_LOADER, metrics, {"SEP": '","', "OUT": repr(NEXT)}, ("read_table",))
         ids = sorted(answers)
         optional = [lab for lab, o in zip(world.labels, world.optional, strict=False) if o]

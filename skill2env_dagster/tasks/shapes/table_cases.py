@@ -28,9 +28,7 @@ STALE = "/app/docs/reference-old.md"
 OUT = "/app/out/answers.tsv"
 COUNTS = "/app/out/counts.json"
 
-# The share of reported lines that are distinct in-scope cases: a per-class metric is blind to lines outside its
-# class, so it is scaled by this (the superset and list-everything shortcuts add such lines).
-PRECISION = '(len({c for c, _ in out["rows"]} & set(EXPECTED["answers"])) / len(out["rows"]) if out["rows"] else 0.0)'
+PRECISION = 'precision([c for c, _ in out["rows"]], EXPECTED["answers"])'  # see the checkpy helper
 
 LOADER = '''
 def load():
@@ -221,13 +219,14 @@ class TableCases:
                       '    got = [[c] for c, v in out["rows"] if v == a]\n'
                       '    scores.append(jaccard(want, got))\n'
                       'return sum(scores) / len(scores) * ' + PRECISION,
-                      ("jaccard",), pid)]
+                      ("jaccard", "precision"), pid)]
         if len(expected["unknown"]) >= 1 and len(expected["answers"]) - len(expected["unknown"]) >= 2:
             out.append(Metric("unknown_cases", "Jaccard of the cases answered unknown (near misses and notes without "
                               "a signal word must not be guessed), times the share of reported lines that are "
                               "distinct in-scope cases.",
                               'return jaccard([[c] for c in EXPECTED["unknown"]], '
-                              '[[c] for c, v in out["rows"] if v == "unknown"]) * ' + PRECISION, ("jaccard",), pid))
+                              '[[c] for c, v in out["rows"] if v == "unknown"]) * ' + PRECISION,
+                              ("jaccard", "precision"), pid))
         if self.evidence:
             out.append(Metric("cited_rows", "Jaccard of (case, answer, line) triples: each answer must cite the "
                               "line of the reference table row that decides it.",

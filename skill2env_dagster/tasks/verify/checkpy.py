@@ -6,6 +6,7 @@ the rule or difficulty pattern it grades is in play — so verifiers differ with
 their data. Shared properties of every metric (the gates' mutation tests rely on them):
 - an absent, empty or header-only output scores 0; nothing is credited for mere presence or format;
 - finding lists are scored as multisets with Jaccard similarity (a duplicate or an extra line costs precision);
+- a metric over one class of answers is scaled by `precision` (lines outside the class count against it);
 - every value the solver reports (numbers included) takes part in some exact comparison.
 """
 
@@ -58,6 +59,13 @@ def exact_rate(want, got):
     seen = Counter(k for k, _ in got)
     right = sum(1 for k, v in got if seen[k] == 1 and k in want and want[k] == v)
     return right / max(len(want), len(seen))
+''',
+    "precision": '''
+def precision(keys, allowed):
+    """Share of reported lines that are distinct expected keys. A metric over one class of answers is blind to
+    lines outside its class, so it is scaled by this: listing every key under every answer, or inventing keys,
+    earns nothing."""
+    return len(set(keys) & set(allowed)) / len(keys) if keys else 0.0
 ''',
     "run_tool": '''
 import os
