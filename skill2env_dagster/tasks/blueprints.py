@@ -185,7 +185,9 @@ def _blueprint(task_name: str, skill: SkillRecord, workflow: Workflow, sample: A
         if c.effect not in by_effect and pool.with_effect(c.effect):
             p = sorted(pool.with_effect(c.effect), key=lambda x: x.id)[0]
             by_effect[c.effect] = (p.id, p.dimension)
-    challenges = [c.model_copy(update={"pattern": by_effect[c.effect][0], "dimension": by_effect[c.effect][1]})
+    graded = set(d.check.names)  # a metric dropped for the reward's size limit tests nothing
+    challenges = [c.model_copy(update={"pattern": by_effect[c.effect][0], "dimension": by_effect[c.effect][1],
+                                       "tested_by": [m for m in c.tested_by if m in graded]})
                   for c in d.challenges if c.effect in by_effect]
     missing = [e for e in by_effect if e not in {c.effect for c in challenges}]
     challenges += [Challenge(pattern=by_effect[e][0], dimension=by_effect[e][1], effect=e,

@@ -161,3 +161,14 @@ def test_skill_without_checkable_rules_gets_a_reason(tmp_path):
     with pytest.raises(NoShapeError) as e:
         OfflineGenerator().plan(make_context(skill, wf, axes.samples[0], PINS, "t"))
     assert e.value.reason is ReasonCode.NO_CHECKABLE_RULE
+
+
+def test_check_script_keeps_every_required_metric_within_the_reward_limit():
+    from skill2env_dagster.gates.reward import MAX_METRICS
+    from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
+
+    required = [Metric(f"r{i}", "", "return 1.0") for i in range(4)]
+    optional = [Metric(f"o{i}", "", "return 1.0", optional=True) for i in range(5)]
+    check = CheckScript("def load():\n    return {}\n", [required[0], *optional, *required[1:]])
+    assert len(check.names) == MAX_METRICS
+    assert check.names == ["r0", "o0", "o1", "r1", "r2", "r3"]

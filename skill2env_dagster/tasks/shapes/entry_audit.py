@@ -79,18 +79,19 @@ def entry_metrics(world: EntryWorld, inp: ShapeInput, expected: dict) -> list[Me
         Metric("evidence_exact", "Jaccard of (record, rule, evidence) triples: the measured number, token or value "
                "must be exact.", 'return jaccard(EXPECTED["findings"], out["findings"])', ("jaccard",), ids),
     ]
-    for group, rules in kind_groups(world).items():
-        out.append(Metric(group, f"Jaccard of (record, rule) pairs for the {group} in play ({', '.join(rules)}).",
-                          f'keep = {rules!r}\n'
-                          'return jaccard([f[:2] for f in EXPECTED["findings"] if f[1] in keep],\n'
-                          '               [f[:2] for f in out["findings"] if f[1] in keep])', ("jaccard",), rules))
     for name in expected["strata"]:
         out.append(Metric(name, f"Share of decisions right on {STRATA[name]} (reported exactly when breached), "
                           "weighted by breaches_found.",
                           f'pairs = EXPECTED["strata"][{name!r}]\n'
                           'got = {(f[0], f[1]) for f in out["findings"]}\n'
                           'right = sum(((p[0], p[1]) in got) == (p[2] == "1") for p in pairs) / len(pairs)\n'
-                          'return right * metric_breaches_found(out)', (), ids))
+                          'return right * metric_breaches_found(out)', (), ids, optional=True))
+    for group, rules in kind_groups(world).items():
+        out.append(Metric(group, f"Jaccard of (record, rule) pairs for the {group} in play ({', '.join(rules)}).",
+                          f'keep = {rules!r}\n'
+                          'return jaccard([f[:2] for f in EXPECTED["findings"] if f[1] in keep],\n'
+                          '               [f[:2] for f in out["findings"] if f[1] in keep])', ("jaccard",), rules,
+                          optional=True))
     if world.invalid():
         out.append(Metric("invalid_rows", "Jaccard of the records reported as INVALID against the malformed rows.",
                           'return jaccard([[i] for i in EXPECTED["invalid"]], out["invalid"])', ("jaccard",)))

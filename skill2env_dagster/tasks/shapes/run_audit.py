@@ -236,7 +236,7 @@ class RunAudit:
                               'want = {r[0]: r for r in EXPECTED["rows"] if r[0] in keep}\n'
                               'got = {r[0]: r for r in out["rows"] if r[0] in keep}\n'
                               'right = sum(got.get(k) == tuple(v) for k, v in want.items()) / len(keep)\n'
-                              'return right * metric_verdicts_exact(out)', (), pid))
+                              'return right * metric_verdicts_exact(out)', (), pid, optional=True))
         if expected["dry"]:
             out.append(Metric("dry_runs_excluded", "Share of dry runs left out of the audit, weighted by "
                               "verdicts_exact.", 'listed = {r[0] for r in out["rows"]}\n'

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from skill2env_dagster.gates.reward import MAX_METRICS
+
 HEAD = '''"""Verifier: compares the outputs with /tests/expected.json and writes named metrics in [0, 1]."""
 import json
 import pathlib
@@ -110,6 +112,9 @@ class Metric:
     body: str  # statements of `def metric(out):` returning a float; `out` is what load() returned
     needs: tuple[str, ...] = ()
     predicates: list[str] = field(default_factory=list)
+    # A refinement that re-grades a subset already graded by a required metric (a stratum, a rule group): dropped,
+    # last first, when the task has more metrics than a reward may carry.
+    optional: bool = False
 
 
 @dataclass
@@ -120,6 +125,12 @@ class CheckScript:
     metrics: list[Metric]
     constants: dict[str, str] = field(default_factory=dict)  # name -> Python literal
     loader_needs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """At most MAX_METRICS metrics (the reward file's limit): every required one, then optional ones in order."""
+        room = MAX_METRICS - sum(not m.optional for m in self.metrics)
+        kept = [m for m in self.metrics if m.optional][: max(0, room)]
+        self.metrics = [m for m in self.metrics if not m.optional or m in kept]
 
     def render(self) -> str:
         needed: list[str] = []
