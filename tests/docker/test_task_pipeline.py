@@ -18,10 +18,8 @@ from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_
 from tests.unit.task_helpers import plans_and_axes, skill_from_dir
 
 pytestmark = pytest.mark.docker
-# Oracle, no-op, wrong.sh, cheats and the tamper kit, but not mutation testing: today's offline recipes still give
-# the list-everything mutant most of their reward (issue 10, generator side); the gates' own tests cover that
-# stage. Turn it back on here once the recipes' verifiers are precision-aware.
-SETTINGS = GateSettings(mutation_testing=False)
+# Every stage, mutation testing included: the shapes' verifiers are precision-aware (issue 10, generator side).
+SETTINGS = GateSettings(mutation_testing=True)
 
 
 def _gate(path):
