@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from skill2env_dagster.models.axes import AxisSampleSet
 from skill2env_dagster.models.export import CorpusStats
 from skill2env_dagster.models.failure import SkillFailures
+from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.probe import ProbeReport
 from skill2env_dagster.models.skill import SkillRecord
@@ -57,9 +58,11 @@ TASK_PROMPTS = ("task_environment.j2", "task_instruction.j2", "task_tests.j2", "
 SNAPSHOT = Artifact("skillhub_snapshot", SkillRecord, CodeScope(
     modules=("skillhub",), data=("screening_rules.yaml",), prompts=("screen_second_opinion.j2",),
     model_modules=("llm",), model_settings=True))
+# What the skill teaches (rules, limits, procedures, tables…): read by the planner and the task creator.
+KNOWLEDGE = Artifact("skill_knowledge", SkillKnowledge, CodeScope(modules=("knowledge",)))
 PLANS = Artifact("workflow_plans", WorkflowPlanSet, CodeScope(
-    modules=("planning.offline", "planning.llm_planner"), prompts=("plan_workflows.j2",), model_modules=("llm",),
-    model_settings=True))
+    modules=("planning.offline", "planning.llm_planner", "knowledge"), prompts=("plan_workflows.j2",),
+    model_modules=("llm",), model_settings=True))
 AXES = Artifact("axis_samples", AxisSampleSet, CodeScope(
     modules=("planning.axes",), data=("axes.yaml", "difficulty_patterns.yaml")))
 # The creation-time gate decides which candidates are retained, so the gate code is part of the bundles' scope.
@@ -82,7 +85,7 @@ RAW_SKILL_MD = Folder("raw_skill_md")  # the external lineage root; observed by 
 STAGING = Folder(".staging")  # task folders being built (never a finished artifact)
 REJECTED = Folder("rejected")  # published folders of rejected task candidates
 
-ALL_SCOPED: tuple[Artifact[Any] | Folder, ...] = (CRAWL, SNAPSHOT, PLANS, AXES, TASKS, GATES, PROBE, EXPORT, STATS)
+ALL_SCOPED: tuple[Artifact[Any] | Folder, ...] = (CRAWL, SNAPSHOT, KNOWLEDGE, PLANS, AXES, TASKS, GATES, PROBE, EXPORT, STATS)
 
 # --- Dagster names that live outside the asset graph -----------------------------------------------------------
 SKILLS_PARTITION = "skills"

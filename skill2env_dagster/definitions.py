@@ -11,6 +11,7 @@ import dagster as dg
 from skill2env_dagster.artifacts import ANALYTICS_JOB, CRAWL_JOB, PIPELINE_JOB, SNAPSHOT_JOB
 from skill2env_dagster.assets.automation import build_change_sensor, build_crawl_schedule
 from skill2env_dagster.assets.export import corpus_export, corpus_stats
+from skill2env_dagster.assets.knowledge import skill_knowledge
 from skill2env_dagster.assets.plans import axis_samples, workflow_plans
 from skill2env_dagster.assets.probe import retrieval_probe
 from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
@@ -20,7 +21,7 @@ from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 
-SKILL_ASSETS: list[Any] = [skillhub_snapshot, workflow_plans, axis_samples, *TASK_ASSETS]
+SKILL_ASSETS: list[Any] = [skillhub_snapshot, skill_knowledge, workflow_plans, axis_samples, *TASK_ASSETS]
 GLOBAL_ASSETS: list[Any] = [skillhub_crawl, retrieval_probe, corpus_export, corpus_stats]
 
 

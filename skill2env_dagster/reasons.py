@@ -58,6 +58,8 @@ class ReasonCode(StrEnum):
     TASK_TOO_LARGE = "task_too_large"
     GRADING_MODIFIED = "grading_modified"
     CONTAMINATED = "contaminated"
+    # the offline generator found no rule, table, procedure or template in the skill it can check
+    NO_CHECKABLE_RULE = "no_checkable_rule"
     # --- gates ----------------------------------------------------------------------------------
     STATIC_VALIDATION_FAILED = "static_validation_failed"
     BASE_IMAGE_POLICY = "base_image_policy"

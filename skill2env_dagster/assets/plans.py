@@ -12,15 +12,17 @@ from pathlib import Path
 
 import dagster as dg
 
-from skill2env_dagster.artifacts import AXES, PLANS, SNAPSHOT
+from skill2env_dagster.artifacts import AXES, KNOWLEDGE, PLANS, SNAPSHOT
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
+from skill2env_dagster.knowledge import cached_knowledge
+from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.planning import plan_offline, plan_with_llm, sample_axes
-from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.reasons import ReasonCode, StoreError
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
-from skill2env_dagster.store import canonical_json, sha256_bytes
+from skill2env_dagster.store import ArtifactStore, canonical_json, sha256_bytes
 
 
 class AxisSamplingConfig(dg.Config):
@@ -33,9 +35,18 @@ def _content_digest(plans: WorkflowPlanSet) -> str:
     return sha256_bytes(canonical_json(plans.model_dump(mode="json", exclude={"usage"})).encode())[:24]
 
 
-def _plan(skill: SkillRecord, llm: LLMResource, version: str) -> WorkflowPlanSet:
+def knowledge_of(st: ArtifactStore, skill: SkillRecord) -> SkillKnowledge:
+    """The stored `skill_knowledge` when it matches this bundle, else a fresh extraction (same result)."""
+    try:
+        stored = st.load(KNOWLEDGE, skill.skill_id) if st.exists(KNOWLEDGE, skill.skill_id) else None
+    except StoreError:
+        stored = None
+    return cached_knowledge(stored, skill)
+
+
+def _plan(skill: SkillRecord, llm: LLMResource, version: str, knowledge: SkillKnowledge) -> WorkflowPlanSet:
     if llm.offline:
-        return plan_offline(skill, prompt_version=version)
+        return plan_offline(skill, prompt_version=version, knowledge=knowledge)
     return plan_with_llm(skill, llm.client(), prompt_version=version, model=llm.model)
 
 
@@ -44,7 +55,7 @@ def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.Asset
     plans_version = asset_code_version(PLANS, prompts_folder)
 
     @dg.asset(
-        name=PLANS.name, partitions_def=skills_partitions, deps=[SNAPSHOT.name], pool="llm",
+        name=PLANS.name, partitions_def=skills_partitions, deps=[KNOWLEDGE.name], pool="llm",
         code_version=plans_version, group_name="planning",
     )
     def workflow_plans(context: dg.AssetExecutionContext, llm: LLMResource,
@@ -55,7 +66,7 @@ def build_plan_assets(prompts_folder: Path | str | None = None) -> list[dg.Asset
         if not skill.is_eligible:
             return skipped(st, PLANS, key, ReasonCode.NOT_ELIGIBLE, context.log)
         with stage_run(st, PLANS, key, "offline" if llm.offline else "llm", llm.model or None):
-            plans = _plan(skill, llm, plans_version)
+            plans = _plan(skill, llm, plans_version, knowledge_of(st, skill))
             st.save(PLANS, key, plans)
         return dg.MaterializeResult(data_version=dg.DataVersion(_content_digest(plans)), metadata={
             "status": "planned", "generator": plans.generator, "model": plans.model or "",

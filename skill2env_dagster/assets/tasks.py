@@ -14,8 +14,9 @@ from typing import Any
 
 import dagster as dg
 
-from skill2env_dagster.artifacts import AXES, GATES, PLANS, SNAPSHOT, TASKS
+from skill2env_dagster.artifacts import AXES, GATES, KNOWLEDGE, PLANS, SNAPSHOT, TASKS
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
+from skill2env_dagster.assets.plans import knowledge_of
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.gates.reuse import reusable_report
 from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateReports
@@ -66,6 +67,23 @@ def _table(bundles: list[TaskBundle]) -> str:
     return "| task | archetype | verifier | status | reasons | repairs |\n|---|---|---|---|---|---|\n" + "\n".join(rows)
 
 
+def _blueprints(bundles: list[TaskBundle]) -> str:
+    """One row per blueprint: shape, rules (with their skill lines), challenges, required steps, fallbacks."""
+    rows = []
+    for b in bundles:
+        bp = b.blueprint
+        if bp is None:
+            continue
+        rules = "; ".join(f"{p.id} {p.kind} ({p.source.label})" for p in bp.predicates)
+        challenges = ", ".join(f"{c.pattern}→{c.effect}" for c in bp.challenges) or "-"
+        fallback = (bp.axes.fallback_reason or "-").replace("|", "/")[:120]
+        rows.append(f"| {b.task_name} | {bp.shape} | {rules} | {challenges} | {bp.complexity.required_steps} | "
+                    f"{fallback} |")
+    head = ("| task | shape | rules (skill line) | challenges | required steps | axis fallback |\n"
+            "|---|---|---|---|---|---|\n")
+    return head + "\n".join(rows) if rows else "no blueprints"
+
+
 def _bundle_metadata(result: TaskBundleSet, settings: CreationSettings) -> dict[str, Any]:
     retained = result.retained()
     first = retained[0] if retained else (result.bundles[0] if result.bundles else None)
@@ -77,6 +95,7 @@ def _bundle_metadata(result: TaskBundleSet, settings: CreationSettings) -> dict[
         "retained": len(retained),
         "rejected_by_reason": dg.MetadataValue.json(result.reason_histogram()),
         "tasks": dg.MetadataValue.md(_table(result.bundles) if result.bundles else "no candidates"),
+        "blueprints": dg.MetadataValue.md(_blueprints(result.bundles)),
         "task_folders": dg.MetadataValue.json([b.path for b in result.bundles]),
         "instruction_preview": dg.MetadataValue.md(first.instruction_preview if first else "(none)"),
         "rubric": dg.MetadataValue.md(first.rubric if first else "(none)"),
@@ -99,8 +118,8 @@ def _frozen_check(result: TaskBundleSet) -> dg.AssetCheckResult:
 
 
 @dg.asset(
-    name=TASKS.name, partitions_def=skills_partitions, deps=[PLANS.name, AXES.name], group_name="tasks",
-    kinds={"docker", "harbor"}, code_version=TASKS_VERSION, pool="docker",
+    name=TASKS.name, partitions_def=skills_partitions, deps=[KNOWLEDGE.name, PLANS.name, AXES.name],
+    group_name="tasks", kinds={"docker", "harbor"}, code_version=TASKS_VERSION, pool="docker",
     check_specs=[dg.AssetCheckSpec(FROZEN_CHECK, asset=TASKS.name, blocking=True,
                                    description="Retained tasks are unchanged since their freeze.")],
 )
@@ -117,7 +136,7 @@ def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, 
     gen = _generator(llm)
     with stage_run(store, TASKS, key, gen.kind, gen.model):
         result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(), settings,
-                                           gate_version(docker))
+                                           gate_version(docker), knowledge_of(store, skill))
         store.save(TASKS, key, result)
     context.log.info(f"task_bundles skill={key} created={len(result.bundles)} retained={len(result.retained())}")
     return dg.MaterializeResult(data_version=dg.DataVersion(_content_digest(result)),

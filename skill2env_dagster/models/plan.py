@@ -77,6 +77,15 @@ class AxisCombo(BaseModel):
     persona: Label
 
 
+class WorkflowFocus(BaseModel):
+    """What part of the skill's method a workflow exercises (set by the offline planner from SkillKnowledge)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    family: str = Field(description="entries | procedure | checklist | table | template | defaults")
+    source: str = Field(description="file:line of the rule, procedure, table or template it is built on.")
+
+
 class Workflow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -87,6 +96,7 @@ class Workflow(BaseModel):
     meta_plan: MetaPlan
     assets: list[AssetRecommendation] = Field(default_factory=list)
     axis_pool: list[AxisCombo] = Field(min_length=1, max_length=4)
+    focus: WorkflowFocus | None = None
 
 
 class Usage(BaseModel):

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skill2env_dagster.models.blueprint import TaskBlueprint
 from skill2env_dagster.models.gate import GateReport, GateVerdict
 from skill2env_dagster.models.plan import Usage
 from skill2env_dagster.reasons import ReasonCode
@@ -13,9 +14,10 @@ from skill2env_dagster.reasons import ReasonCode
 SCHEMA_VERSION = 1
 
 TaskStatus = Literal["retained", "rejected", "error"]
-CreationStep = Literal["environment", "instruction", "tests", "rubric", "freeze", "solution"]
+CreationStep = Literal["environment", "instruction", "tests", "rubric", "freeze", "solution", "cheats"]
 # The one creation order; the builder refuses any other.
-CREATION_ORDER: tuple[CreationStep, ...] = ("environment", "instruction", "tests", "rubric", "freeze", "solution")
+CREATION_ORDER: tuple[CreationStep, ...] = ("environment", "instruction", "tests", "rubric", "freeze", "solution",
+                                            "cheats")
 
 
 class StepRecord(BaseModel):
@@ -63,7 +65,7 @@ class TaskBundle(BaseModel):
     workflow: str
     variant: int = Field(ge=0)
     axes: Axes
-    recipe: str = Field(description="Which offline recipe (or 'llm') produced the files.")
+    recipe: str = Field(description="Which offline shape (or 'llm') produced the files.")
     image: Literal["minimal", "python"]
     status: TaskStatus = Field(description="error: the machine or the model endpoint failed, not a verdict.")
     reasons: list[ReasonCode] = Field(default_factory=list)
@@ -78,6 +80,7 @@ class TaskBundle(BaseModel):
     rubric: str = ""
     gate_status: str = Field(default="", description="Overall gate status of the last run (pass/fail/error).")
     creation_gate: CreationGate | None = Field(default=None, description="The final creation-time gate report.")
+    blueprint: TaskBlueprint | None = Field(default=None, description="The contract the task was derived from.")
 
 
 class TaskBundleSet(BaseModel):

@@ -7,7 +7,6 @@ from skill2env_dagster.planning.facts import SkillFacts, extract_facts
 from skill2env_dagster.planning.llm_planner import PlanReply, plan_messages, plan_with_llm
 from skill2env_dagster.planning.offline import plan_offline
 
-
 __all__ = [
     "PlanReply",
     "SkillFacts",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -20,6 +20,11 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 AXES_FILE = "axes.yaml"
 PATTERNS_FILE = "difficulty_patterns.yaml"
 CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
+# The world mechanisms the offline shapes realise difficulty patterns with (see difficulty_patterns.yaml).
+Effect = Literal["split_sources", "distractor", "encoding", "dependent", "budget", "ordering", "precondition",
+                 "validator", "rule_in_docs", "boundary", "multi_rule", "preserve", "corrupted", "partial_prior",
+                 "flaky", "layered"]
+EFFECTS: tuple[str, ...] = get_args(Effect)
 
 
 class ComplexityLevel(BaseModel):
@@ -75,6 +80,7 @@ class DifficultyPattern(BaseModel):
     weight: float = Field(gt=0)
     archetypes: list[str] = Field(default_factory=list, description="Suited archetypes; empty = any.")
     recipe: str
+    effect: Effect = Field(description="The world mechanism that realises the pattern in an offline task.")
 
     @field_validator("id")
     @classmethod
@@ -103,6 +109,12 @@ class PatternPool(BaseModel):
 
     def by_dimension(self, dimension: str) -> list[DifficultyPattern]:
         return [p for p in self.patterns if p.dimension == dimension]
+
+    def by_id(self, pattern_id: str) -> DifficultyPattern | None:
+        return next((p for p in self.patterns if p.id == pattern_id), None)
+
+    def with_effect(self, effect: str) -> list[DifficultyPattern]:
+        return [p for p in self.patterns if p.effect == effect]
 
 
 def _read_yaml(path: Path) -> object:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
+from skill2env_dagster.knowledge import extract_knowledge
+from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.models.plan import (
     AssetRecommendation,
@@ -20,11 +22,14 @@ from skill2env_dagster.models.plan import (
     Criteria,
     MetaPlan,
     Workflow,
+    WorkflowFocus,
     WorkflowPlanSet,
 )
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.planning.catalogue import AxisCatalogue, load_axes
 from skill2env_dagster.planning.facts import SkillFacts, extract_facts
+from skill2env_dagster.tasks.predicates.compile import Candidate, compile_candidates, families
+from skill2env_dagster.tasks.shapes import SHAPES
 
 MAX_WORKFLOWS = 8
 LANG_VERIFIER = {
@@ -36,10 +41,11 @@ LANG_VERIFIER = {
 
 
 class _Ctx:
-    """What every builder needs: the skill, its facts, personas for its domain, and a source citer."""
+    """What every builder needs: the skill, its facts and knowledge, personas for its domain, a source citer."""
 
-    def __init__(self, skill: SkillRecord, facts: SkillFacts, catalogue: AxisCatalogue) -> None:
-        self.skill, self.facts = skill, facts
+    def __init__(self, skill: SkillRecord, facts: SkillFacts, catalogue: AxisCatalogue,
+                 knowledge: SkillKnowledge) -> None:
+        self.skill, self.facts, self.knowledge = skill, facts, knowledge
         self.personas = catalogue.personas_for(skill.domain)
         self.topic = ", ".join(facts.vocabulary[:3]) or (skill.name or skill.skill_id)
 
@@ -270,16 +276,84 @@ def _review(c: _Ctx) -> list[Workflow]:
     )]
 
 
-BUILDERS: tuple[Callable[[_Ctx], list[Workflow]], ...] = (_scripts, _data, _commands, _references, _templates, _sections, _review)
+FAMILY_TASK = {
+    "entries": ("check records against the playbook's rule", "Records that break the rule look like ones that do "
+                "not; boundary values, near misses and the rule's own exceptions decide."),
+    "procedure": ("follow the playbook's procedure", "The step order and which steps are optional are only in the "
+                  "playbook; retries, skipped optional steps and late repeats decide compliance."),
+    "checklist": ("cover the playbook's checklist", "Every required item must be covered; the checklist decides."),
+    "table": ("decide cases with the playbook's reference table", "Near-miss keys and notes without a signal word "
+              "must not be guessed; the table decides each case."),
+    "template": ("write deliverables in the playbook's template", "The template's sections and their order are the "
+                 "playbook's; content must land under the right section."),
+    "defaults": ("complete settings with the playbook's defaults", "Explicit values win over the documented "
+                 "defaults; missing keys take them."),
+}
+
+
+def _combos(c: Candidate) -> list[tuple[str, str]]:
+    """The archetype/verifier combinations a shape can realise from this candidate predicate."""
+    out: list[tuple[str, str]] = []
+    for shape in SHAPES:
+        accepts = getattr(shape, "accepts", None)
+        if shape.family == c.family and c.kind in shape.kinds and (accepts is None or accepts(c.predicate)):
+            if (shape.archetype, shape.verifier) not in out:
+                out.append((shape.archetype, shape.verifier))
+    return out
+
+
+def _method(c: _Ctx) -> list[Workflow]:
+    """Workflows built on the skill's checkable method: one per strong rule, procedure, table or template (two
+    per family at most), each with the combinations the task shapes realise from it (rotated per workflow)."""
+    out: list[Workflow] = []
+    for family, cands in families(compile_candidates(c.knowledge, c.skill.skill_file)).items():
+        for k, cand in enumerate(cands[:2]):
+            combos = _combos(cand)
+            if not combos:
+                continue
+            shift = (len(out) + k) % len(combos)
+            combos = combos[shift:] + combos[:shift]
+            p = cand.predicate
+            verb, why = FAMILY_TASK[family]
+            out.append(Workflow(
+                rank=1, name=to_label(f"{family}-{p.params.get('token') or p.subject}"[:40]),
+                summary=f"{verb[0].upper()}{verb[1:]}: {p.statement[:180]}",
+                criteria=Criteria(verifiable=5, well_specified=5, solvable_in_hours=4,
+                                  hard_for_good_reason=4 + (cand.score >= 2.0), realistic=4, outcome_graded=5,
+                                  rationale=why),
+                meta_plan=MetaPlan(
+                    scenario=f"A team applies the {c.facts.name} playbook's {p.subject!r} ({p.kind}) to real work.",
+                    initial_world="Records, logs, cases or drafts built so that the rule's wording decides; the "
+                                  "rule is quoted from the skill into the task's docs.",
+                    planted_defects=["items that break the rule", "near misses and boundary values",
+                                     *([f"items under the rule's exception ({p.exception})"] if p.exception else [])],
+                    difficulty_source=why, solution_sketch="Read the quoted rule, apply it item by item, write the "
+                                                           "graded output.",
+                    verifier_strategy="Precision-aware comparison with answers computed by our implementation of "
+                                      "the rule; hidden inputs for program deliverables.",
+                    risks=["The rule may be stated loosely; the task states the semantics it grades."],
+                ),
+                assets=[AssetRecommendation(purpose="the rule's text", kind="document", sources=[c.cite(p.source.file)],
+                                            composition=f"Quote {p.source.label} into the task's docs.",
+                                            fallback="None: without the rule there is no task.")],
+                axis_pool=c.pool(*combos),
+                focus=WorkflowFocus(family=family, source=p.source.label),
+            ))
+    return out
+
+
+BUILDERS: tuple[Callable[[_Ctx], list[Workflow]], ...] = (_method, _scripts, _data, _commands, _references,
+                                                          _templates, _sections, _review)
 
 
 def plan_offline(skill: SkillRecord, *, prompt_version: str, catalogue: AxisCatalogue | None = None,
-                 facts: SkillFacts | None = None) -> WorkflowPlanSet:
+                 facts: SkillFacts | None = None, knowledge: SkillKnowledge | None = None) -> WorkflowPlanSet:
     """Deterministic, skill-specific plans from the skill's own content, labelled `generator: offline`."""
-    ctx = _Ctx(skill, facts or extract_facts(skill), catalogue or load_axes())
+    ctx = _Ctx(skill, facts or extract_facts(skill), catalogue or load_axes(), knowledge or extract_knowledge(skill))
     candidates = [w for build in BUILDERS for w in build(ctx)]
     ranked = sorted(enumerate(candidates), key=lambda iw: (-iw[1].criteria.total(), iw[0]))
-    chosen, names = [], set()
+    chosen: list[Workflow] = []
+    names: set[str] = set()
     for _, w in ranked:
         name = w.name
         for i in range(2, 10):

@@ -1,8 +1,10 @@
 """TaskBuilder: writes one task folder in the frozen creation order and refuses anything else.
 
-environment → instruction → tests → rubric → freeze → solution. Each step may run once (the solution step again,
-for repairs); after the freeze nothing under environment/, instruction.md or tests/ can be written, and every
-solution rewrite re-checks the freeze hash, so a repair can never change what the agent sees or how it is graded.
+environment → instruction → tests → rubric → freeze → solution → cheats. Each step may run once (the solution step
+again, for repairs); after the freeze nothing under environment/, instruction.md or tests/ can be written, and
+every solution rewrite re-checks the freeze hash, so a repair can never change what the agent sees or how it is
+graded. Cheats (`solution/cheats/*.sh`, shortcut solutions the gates must see fail) are written after the solution
+and survive its repairs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
 from skill2env_dagster.store import atomic_write_bytes
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
+CHEATS = "solution/cheats"  # where the gates look for creator-authored cheats
 MAX_TASK_BYTES = 64 * 1024 * 1024  # below the gate's 128 MiB so a candidate never reaches it
 
 
@@ -41,6 +44,8 @@ class TaskBuilder:
     # --- order ---------------------------------------------------------------------------------------------
     def _begin(self, step: CreationStep) -> None:
         if step == "solution" and "freeze" in self.done:
+            return
+        if step == "cheats" and "solution" in self.done and "cheats" not in self.done:
             return
         expected = CREATION_ORDER[len(self.done)] if len(self.done) < len(CREATION_ORDER) else None
         if step != expected:
@@ -108,10 +113,22 @@ class TaskBuilder:
             raise CreationOrderError(ReasonCode.CREATOR_CONTRACT_FAILED, "solution before freeze")
         if "solve.sh" not in files:
             raise CreationOrderError(ReasonCode.CREATOR_CONTRACT_FAILED, "solution has no solve.sh")
-        shutil.rmtree(self.dir.solution_dir, ignore_errors=True)
+        for old in self.dir.solution_dir.glob("*") if self.dir.solution_dir.is_dir() else []:
+            if old.name != "cheats":  # a repair replaces the solution, never the cheats
+                shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
         written = [self._write(f"solution/{k}", v, "solution/", executable=k.endswith(".sh")) for k, v in files.items()]
         self.check_frozen()
         self._end("solution", written, note=evidence[:2000])
+
+    def cheats(self, files: Mapping[str, str]) -> None:
+        """solution/cheats/<name>.sh: shortcut solutions written after the solution (names are plain file names)."""
+        self._begin("cheats")
+        bad = [k for k in files if "/" in k or not k.endswith(".sh")]
+        if bad:
+            raise CreationOrderError(ReasonCode.CREATOR_CONTRACT_FAILED, f"cheat names must be NAME.sh: {bad}")
+        written = [self._write(f"{CHEATS}/{k}", v, "solution/", executable=True) for k, v in files.items()]
+        self.check_frozen()
+        self._end("cheats", written)
 
     def check_frozen(self) -> None:
         """Raise grading_modified when the world or grading changed since the freeze."""

@@ -1,27 +1,30 @@
-"""Task generators: one method per creation step. The offline generator realises the steps from a recipe Design.
+"""Task generators: a blueprint, then one method per creation step. The offline generator derives everything from
+a TaskBlueprint built out of the skill's own rules (see `blueprints.py`).
 
-A model-backed generator implements the same protocol (one model call per step); the pipeline and the repair
-loop do not care which one they drive.
+The protocol is blueprint-based: `blueprint()` fixes the contract first, then environment → instruction → tests →
+rubric → (freeze, by the builder) → solution → cheats release it. A model-backed generator implements the same
+protocol; the pipeline and the repair loop do not care which one they drive.
 """
 
 from __future__ import annotations
 
 import hashlib
-import random
-import re
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
+from skill2env_dagster.knowledge import extract_knowledge
 from skill2env_dagster.models.axes import AxisSample
-from skill2env_dagster.models.plan import Usage, Workflow
+from skill2env_dagster.models.blueprint import TaskBlueprint
+from skill2env_dagster.models.knowledge import SkillKnowledge
+from skill2env_dagster.models.plan import Usage, Workflow, WorkflowFocus
 from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.tasks.blueprints import Planned, plan_task
+from skill2env_dagster.tasks.compose.context import method_context
+from skill2env_dagster.tasks.compose.instruction import check, compose, container_paths
+from skill2env_dagster.tasks.compose.rubric import complete
 from skill2env_dagster.tasks.grounding import Grounding, ground
-from skill2env_dagster.tasks.method import best_practice, extract, instruction_context
-from skill2env_dagster.tasks.recipes import Design, RecipeInput, pick_recipe
-from skill2env_dagster.tasks.recipes.base import Rubric
-from skill2env_dagster.tasks.wording import compose
 
-OFFLINE_PROMPT_VERSION = "offline-recipes-1"
+OFFLINE_PROMPT_VERSION = "offline-blueprints-1"
 
 
 @dataclass
@@ -35,13 +38,15 @@ class CreationContext:
     base_images: dict[str, str]  # flavour -> ref@sha256:...
     task_name: str
     seed: int
+    knowledge: SkillKnowledge | None = None
+    focus: WorkflowFocus | None = field(default=None)  # the part of the method the planner built the workflow on
 
 
 @dataclass
 class EnvironmentDraft:
-    files: dict[str, str]  # relative to environment/, including Dockerfile
+    files: dict[str, str | bytes]  # relative to environment/, including Dockerfile
     image: Literal["minimal", "python"]
-    recipe: str
+    recipe: str  # the offline shape, or "llm"
     archetype: str
     verifier: str
 
@@ -51,12 +56,15 @@ class TaskGenerator(Protocol):
     model: str | None
     prompt_version: str
 
+    def blueprint(self, ctx: CreationContext) -> TaskBlueprint | None: ...
     def environment(self, ctx: CreationContext) -> EnvironmentDraft: ...
     def instruction(self, ctx: CreationContext) -> str: ...
     def tests(self, ctx: CreationContext) -> tuple[dict[str, str], list[str]]: ...
     def rubric(self, ctx: CreationContext) -> str: ...
     def solution(self, ctx: CreationContext, evidence: str) -> dict[str, str]: ...
     def total_usage(self) -> Usage: ...
+    def cheats(self, ctx: CreationContext) -> dict[str, str]: ...
+    def metadata(self, ctx: CreationContext) -> dict[str, Any]: ...
 
 
 def task_seed(skill: SkillRecord, sample: AxisSample) -> int:
@@ -65,17 +73,12 @@ def task_seed(skill: SkillRecord, sample: AxisSample) -> int:
     return int(hashlib.sha256(key.encode()).hexdigest()[:12], 16)
 
 
-def needs_service(g: Grounding, skill: SkillRecord) -> bool:
-    """The skill's work goes through a documented local HTTP API (endpoint lines + a localhost base URL)."""
-    return bool(g.endpoints) and bool(re.search(r"localhost|127\.0\.0\.1", skill.body))
-
-
 def dockerfile(base_ref: str, lines: list[str]) -> str:
     return "\n".join([f"FROM {base_ref}", "WORKDIR /app", *lines]) + "\n"
 
 
 class OfflineGenerator:
-    """Deterministic, model-free generator: the recipe's Design, released one step at a time."""
+    """Deterministic, model-free generator: a blueprint per task, realised by the shape it names."""
 
     kind: Literal["offline", "llm"] = "offline"
     model: str | None = None
@@ -85,48 +88,65 @@ class OfflineGenerator:
         return Usage()  # no model, no calls
 
     def __init__(self) -> None:
-        self._designs: dict[str, Design] = {}
-        self._used: dict[str, list[str]] = {}  # skill id -> recipes its earlier variants realised
+        self._planned: dict[str, Planned] = {}
+        self._used: dict[str, list[str]] = {}  # skill id -> shapes its earlier variants realised
+        self._rubric_sources: dict[str, dict[str, str]] = {}
 
-    def design(self, ctx: CreationContext) -> Design:
-        """The task's whole Design, made once per task name; the recipe follows the sampled archetype and
-        verifier pattern, and a skill's later variants prefer a fallback combination over repeating a recipe."""
-        if ctx.task_name not in self._designs:
-            s, used = ctx.sample, self._used.setdefault(ctx.skill.skill_id, [])
-            fallbacks = [(c.archetype, c.primary_verifier_pattern) for c in s.fallbacks]
-            recipe = pick_recipe(s.archetype, needs_service(ctx.grounding, ctx.skill), s.primary_verifier_pattern,
-                                 fallbacks, avoid=used)
-            inp = RecipeInput(ctx.skill, ctx.workflow, ctx.sample, ctx.grounding, ctx.seed)
-            self._designs[ctx.task_name] = recipe.design(inp)
-            used.append(recipe.name)
-        return self._designs[ctx.task_name]
+    def plan(self, ctx: CreationContext) -> Planned:
+        """The task's blueprint and design, made once per task name; a skill's later variants prefer shapes its
+        earlier variants did not use."""
+        if ctx.task_name not in self._planned:
+            used = self._used.setdefault(ctx.skill.skill_id, [])
+            knowledge = ctx.knowledge or extract_knowledge(ctx.skill)
+            planned = plan_task(ctx.skill, knowledge, ctx.workflow, ctx.sample, ctx.task_name, ctx.seed,
+                                ctx.grounding.vocabulary, used, ctx.focus)
+            self._planned[ctx.task_name] = planned
+            used.append(planned.design.shape)
+        return self._planned[ctx.task_name]
+
+    def blueprint(self, ctx: CreationContext) -> TaskBlueprint:
+        return self.plan(ctx).blueprint
 
     def environment(self, ctx: CreationContext) -> EnvironmentDraft:
-        d = self.design(ctx)
+        d = self.plan(ctx).design
         files = {**d.env_files, "Dockerfile": dockerfile(ctx.base_images[d.image], d.docker_lines)}
-        return EnvironmentDraft(files, d.image, d.recipe, d.archetype, d.verifier)
+        return EnvironmentDraft(files, d.image, d.shape, d.archetype, d.verifier)  # type: ignore[arg-type]
 
     def instruction(self, ctx: CreationContext) -> str:
-        s, b = ctx.sample, self.design(ctx).brief
-        context = instruction_context(extract(ctx.skill, ctx.grounding), random.Random(f"{ctx.seed}:method"))
-        return compose(b, s.persona, s.tone, s.expertise, ctx.seed, context)
+        planned, s = self.plan(ctx), ctx.sample
+        d = planned.design
+        slots = replace(d.slots, context=d.slots.context or method_context(planned.blueprint.predicates))
+        text = compose(slots, s.persona, s.tone, s.expertise, ctx.seed)
+        skill_text = f"{ctx.skill.description or ''}\n{ctx.skill.body}"
+        return check(text, env_paths=container_paths(d.env_files, d.extra_dirs), outputs=d.slots.outputs,
+                     skill_text=skill_text)
 
     def tests(self, ctx: CreationContext) -> tuple[dict[str, str], list[str]]:
-        d = self.design(ctx)
-        return dict(d.tests), list(d.metrics)
+        d = self.plan(ctx).design
+        return d.tests(), list(d.check.names)
 
     def rubric(self, ctx: CreationContext) -> str:
-        r = self.design(ctx).rubric
-        practice = best_practice(extract(ctx.skill, ctx.grounding), random.Random(f"{ctx.seed}:practice"),
-                                 r.best_practice)
-        return Rubric(r.must_do, r.must_avoid, practice).render()
+        planned = self.plan(ctx)
+        knowledge = ctx.knowledge or extract_knowledge(ctx.skill)
+        text, sources = complete(planned.design.rubric, knowledge, planned.blueprint.predicates).render()
+        self._rubric_sources[ctx.task_name] = sources
+        return text
 
     def solution(self, ctx: CreationContext, evidence: str) -> dict[str, str]:
-        d = self.design(ctx)
+        d = self.plan(ctx).design
         return {"solve.sh": d.solve, **({"wrong.sh": d.wrong} if d.wrong else {})}
+
+    def cheats(self, ctx: CreationContext) -> dict[str, str]:
+        return dict(self.plan(ctx).design.cheats)
+
+    def metadata(self, ctx: CreationContext) -> dict[str, Any]:
+        if ctx.task_name not in self._rubric_sources:
+            self.rubric(ctx)
+        return {**self.blueprint(ctx).summary(), "rubric_sources": self._rubric_sources[ctx.task_name]}
 
 
 def make_context(skill: SkillRecord, workflow: Workflow, sample: AxisSample, base_images: dict[str, str],
-                 task_name: str, grounding: Grounding | None = None) -> CreationContext:
+                 task_name: str, grounding: Grounding | None = None, knowledge: SkillKnowledge | None = None,
+                 focus: WorkflowFocus | None = None) -> CreationContext:
     return CreationContext(skill, workflow, sample, grounding or ground(skill), base_images, task_name,
-                           task_seed(skill, sample))
+                           task_seed(skill, sample), knowledge, focus)

@@ -20,6 +20,7 @@ from skill2env_dagster.llm.prompts import prompt_version, render_messages
 from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.reasons import LLMError
 from skill2env_dagster.store import canonical_json, sha256_bytes
+from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, dockerfile
 from skill2env_dagster.tasks.llm_replies import (
     EnvironmentReply,
@@ -28,7 +29,6 @@ from skill2env_dagster.tasks.llm_replies import (
     SolutionReply,
     VerifierReply,
 )
-from skill2env_dagster.tasks.recipes.base import Rubric
 
 STEPS = ("environment", "instruction", "tests", "rubric", "solution")
 TEMPLATES = dict(zip(STEPS, TASK_PROMPTS, strict=True))
@@ -94,10 +94,23 @@ class LLMGenerator:
     def total_usage(self) -> Usage:
         return total_usage(self.usages)
 
+    # --- the blueprint contract (the model-backed blueprint is issue 11's second part) ------------------------------
+    def blueprint(self, ctx: CreationContext) -> None:
+        """No blueprint yet: the model-backed creator still works from the plan's workflow."""
+        return None
+
+    def cheats(self, ctx: CreationContext) -> dict[str, str]:
+        """No model-authored cheats yet (a cheats prompt comes with the blueprint contract)."""
+        return {}
+
+    def metadata(self, ctx: CreationContext) -> dict[str, object]:
+        return {}
+
     # --- the five steps ----------------------------------------------------------------------------------------
     def environment(self, ctx: CreationContext) -> EnvironmentDraft:
         r = self._call(ctx, "environment", EnvironmentReply)
-        files = {**r.files, "Dockerfile": dockerfile(ctx.base_images[r.image], r.dockerfile_lines)}
+        files: dict[str, str | bytes] = {**r.files,
+                                         "Dockerfile": dockerfile(ctx.base_images[r.image], r.dockerfile_lines)}
         return EnvironmentDraft(files, r.image, "llm", ctx.sample.archetype, ctx.sample.primary_verifier_pattern)
 
     def instruction(self, ctx: CreationContext) -> str:
@@ -112,7 +125,8 @@ class LLMGenerator:
     def rubric(self, ctx: CreationContext) -> str:
         r = self._call(ctx, "rubric", RubricReply, tests_json=self._json(ctx, "tests"),
                        instruction=self._draft(ctx, "instruction").instruction)  # type: ignore[attr-defined]
-        return Rubric(r.must_do, r.must_avoid, r.best_practice).render()
+        spec = RubricSpec(*([Bullet(t, "llm") for t in part] for part in (r.must_do, r.must_avoid, r.best_practice)))
+        return spec.render()[0]
 
     def solution(self, ctx: CreationContext, evidence: str) -> dict[str, str]:
         """First write, or a repair: the same call with the gate evidence and the previous attempt."""

@@ -17,8 +17,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from skill2env_dagster.gates.reuse import record_creation_gate
+from skill2env_dagster.knowledge import extract_knowledge
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
 from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
+from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
@@ -73,9 +75,10 @@ def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator)
         "archetype": env.archetype, "primary_verifier_pattern": env.verifier, "complexity": s.complexity,
         "persona": s.persona, "tone": s.tone, "expertise": s.expertise,
         "sampled_archetype": s.archetype, "sampled_verifier_pattern": s.primary_verifier_pattern,
-        "capability_dimension": s.capability_dimension, "recipe": env.recipe,
-        "generator": gen.kind, "model": gen.model or "none", "prompt_version": gen.prompt_version,
-        "base_image_pins": _pins({env.image: ctx.base_images[env.image]}),
+        "capability_dimension": s.capability_dimension, "difficulty_pattern": s.difficulty_pattern,
+        "recipe": env.recipe, "generator": gen.kind, "model": gen.model or "none",
+        "prompt_version": gen.prompt_version, "base_image_pins": _pins({env.image: ctx.base_images[env.image]}),
+        **gen.metadata(ctx),
     }
     return TaskToml(
         task=TaskInfo(name=f"skill2env/{ctx.task_name}", description=ctx.workflow.summary[:300],
@@ -90,7 +93,8 @@ def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator)
 
 def build_candidate(builder: TaskBuilder, ctx: CreationContext,
                     gen: TaskGenerator) -> tuple[EnvironmentDraft, list[str]]:
-    """The six creator steps, in order."""
+    """The blueprint, then the creator steps in the frozen order (… → freeze → solution → cheats)."""
+    gen.blueprint(ctx)
     env = gen.environment(ctx)
     builder.environment(env.files)
     builder.instruction(gen.instruction(ctx))
@@ -99,6 +103,7 @@ def build_candidate(builder: TaskBuilder, ctx: CreationContext,
     builder.rubric(gen.rubric(ctx))
     builder.freeze(task_config(ctx, env, gen))
     builder.solution(gen.solution(ctx, ""))
+    builder.cheats(gen.cheats(ctx))
     return env, metrics
 
 
@@ -137,10 +142,12 @@ def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, 
     report: GateReport | None = None
     creation: CreationGate | None = None
     attempts = 0
+    blueprint = None
     reasons: list[ReasonCode] = []
     evidence: list[str] = []
     try:
         try:
+            blueprint = gen.blueprint(ctx)
             env, metrics = build_candidate(builder, ctx, gen)
             report, attempts = gate_and_repair(builder, ctx, gen, gate, settings.max_repairs)
             if report.verdict is GateVerdict.RETAINED:  # only a retained task's report can be reused
@@ -163,6 +170,7 @@ def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, 
         shutil.rmtree(staging, ignore_errors=True)
     log.info("task skill=%s task=%s status=%s reasons=%s", ctx.skill.skill_id, ctx.task_name, status, reasons)
     bundle = _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report, creation)
+    bundle.blueprint = blueprint
     return bundle, report
 
 
@@ -200,10 +208,12 @@ def _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempt
 def create_tasks_for_skill(store: ArtifactStore, skill: SkillRecord, plans: WorkflowPlanSet, axes: AxisSampleSet,
                            gen: TaskGenerator, gate: GateFn, base_images: dict[str, str],
                            settings: CreationSettings | None = None,
-                           gate_version: str = "") -> tuple[TaskBundleSet, dict[str, GateReport]]:
+                           gate_version: str = "",
+                           knowledge: SkillKnowledge | None = None) -> tuple[TaskBundleSet, dict[str, GateReport]]:
     """Every sampled variant of one skill becomes a candidate; returns the set and the gate reports by task
     (`gate_version` identifies the gate code behind `gate`, so its reports can be reused: see create_task)."""
     settings = settings or CreationSettings()
+    knowledge = knowledge or extract_knowledge(skill)
     result = TaskBundleSet(skill_id=skill.skill_id, bundle_digest=skill.bundle_digest,
                            source_commit=skill.source_commit,
                            skill_md_path=str(Path(skill.abs_path) / skill.skill_file), generator=gen.kind,
@@ -217,7 +227,8 @@ def create_tasks_for_skill(store: ArtifactStore, skill: SkillRecord, plans: Work
             log.warning("skill=%s variant=%d names unknown workflow %s", skill.skill_id, sample.variant,
                         sample.workflow)
             continue
-        ctx = make_context(skill, workflow, sample, base_images, task_name(skill, sample), grounding)
+        ctx = make_context(skill, workflow, sample, base_images, task_name(skill, sample), grounding, knowledge,
+                           workflow.focus)
         bundle, report = create_task(store, ctx, gen, gate, settings, gate_version)
         result.bundles.append(bundle)
         if report is not None:

@@ -1,5 +1,6 @@
-"""Task creation end to end on the real engine: every recipe passes both gates on two example skills, a freeze
-violation is caught by the gates, and the repair loop fixes a broken first solution without touching grading."""
+"""Task creation end to end on the real engine, with every gate stage on (mutation testing, cheats, tamper kit):
+every shape an example skill supports passes the gates, a freeze violation is caught by the gates, and the repair
+loop fixes a broken first solution without touching grading."""
 
 from __future__ import annotations
 
@@ -14,47 +15,58 @@ from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.generator import OfflineGenerator
 from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
-from tests.unit.task_helpers import ARCHETYPES, plans_and_axes, skill_from_dir
+from tests.unit.task_helpers import plans_and_axes, skill_from_dir
 
 pytestmark = pytest.mark.docker
-# Oracle, no-op, wrong.sh, cheats and the tamper kit, but not mutation testing: today's offline recipes still give
-# the list-everything mutant most of their reward (issue 10, generator side); the gates' own tests cover that
-# stage. Turn it back on here once the recipes' verifiers are precision-aware.
-SETTINGS = GateSettings(mutation_testing=False)
+# Every stage, mutation testing included: the shapes' verifiers are precision-aware (issue 10, generator side).
+SETTINGS = GateSettings(mutation_testing=True)
 
 
 def _gate(path):
     return gate_task(path, SETTINGS)
 
 
+# The shapes each example skill realises from its own rules (csv-dedupe has entries, procedures and tables;
+# sql-formatter-gpl a checklist): 12 of the 14 shapes, on 12 archetype/verifier combinations.
+SHAPES_BY_SKILL = {
+    "csv-dedupe": ["entry_audit", "entry_checker", "checker_repair", "token_scanner", "entry_fix",
+                   "entry_normaliser", "entry_normaliser_mr", "run_audit", "run_resume", "table_cases",
+                   "table_evidence"],
+    "sql-formatter-gpl": ["checklist_audit"],
+}
+
+
 @pytest.fixture(scope="module")
 def created(docker_client, examples_dir, tmp_path_factory):
-    """Both skills, one candidate per recipe (6 each)."""
+    """One candidate per shape the skill supports."""
     store = ArtifactStore(tmp_path_factory.mktemp("store"))
     out = {}
-    for name in ("log-triage-awk", "inventory-api-client"):
+    for name, shapes in SHAPES_BY_SKILL.items():
         skill = skill_from_dir(examples_dir / name)
-        plans, axes = plans_and_axes(skill, ARCHETYPES)
-        out[name] = create_tasks_for_skill(store, skill, plans, axes, OfflineGenerator(), _gate, load_base_images())
+        plans, axes = plans_and_axes(skill, shapes)
+        out[name] = create_tasks_for_skill(store, skill, plans, axes, OfflineGenerator(), _gate, load_base_images(),
+                                          CreationSettings(max_variants=len(shapes)))
     return store, out
 
 
-def test_every_recipe_passes_both_gates_on_two_skills(created):
+def test_every_shape_passes_every_gate_stage(created):
     _, out = created
+    combos = set()
     for name, (result, reports) in out.items():
-        assert [b.status for b in result.bundles] == ["retained"] * len(ARCHETYPES), (
+        assert [b.status for b in result.bundles] == ["retained"] * len(SHAPES_BY_SKILL[name]), (
             name, [(b.task_name, b.reasons, b.evidence) for b in result.bundles])
-        combos = {(b.axes.archetype, b.axes.primary_verifier_pattern) for b in result.retained()}
-        assert len(combos) >= 5 if name == "log-triage-awk" else len(combos) >= 4
+        combos |= {(b.axes.archetype, b.axes.primary_verifier_pattern) for b in result.retained()}
         for b in result.bundles:
             r = reports[b.task_name]
             assert all(v == 1.0 for v in r.oracle.values()) and all(v == 0.0 for v in r.nop.values())
             assert r.wrong is not None and not all(v == 1.0 for v in r.wrong.values())
+            assert r.mutants and r.cheats, b.task_name  # the stages ran, not only passed
+    assert len(combos) >= 12, combos
 
 
 def test_metadata_and_regate_from_published_folder(created):
     _, out = created
-    result, _ = out["inventory-api-client"]
+    result, _ = out["csv-dedupe"]
     b = result.retained()[0]
     meta = TaskToml.from_toml((__import__("pathlib").Path(b.path) / "task.toml").read_text()).metadata
     for key in ("source_skill", "source", "source_commit", "source_bundle_digest", "workflow", "archetype",
@@ -67,7 +79,7 @@ def test_metadata_and_regate_from_published_folder(created):
 
 def test_freeze_violation_is_caught(created):
     _, out = created
-    result, _ = out["log-triage-awk"]
+    result, _ = out["csv-dedupe"]
     b = result.retained()[0]
     test_sh = __import__("pathlib").Path(b.path) / "tests" / "test.sh"
     original = test_sh.read_text()
@@ -96,7 +108,7 @@ class BrokenFirst(OfflineGenerator):
 
 def test_repair_loop_fixes_solution_only(docker_client, examples_dir, tmp_path):
     skill = skill_from_dir(examples_dir / "log-triage-awk")
-    plans, axes = plans_and_axes(skill, ["audit_report"])
+    plans, axes = plans_and_axes(skill, ["run_audit"])
     gen = BrokenFirst()
     result, _reports = create_tasks_for_skill(ArtifactStore(tmp_path), skill, plans, axes, gen, _gate,
                                              load_base_images(), CreationSettings(max_repairs=2))
@@ -115,7 +127,7 @@ def test_repair_budget_exhausted_is_rejected_with_evidence(docker_client, exampl
             return {"solve.sh": "#!/bin/bash\ntrue\n"}
 
     skill = skill_from_dir(examples_dir / "log-triage-awk")
-    plans, axes = plans_and_axes(skill, ["build_to_spec"])
+    plans, axes = plans_and_axes(skill, ["run_resume"])
     store = ArtifactStore(tmp_path)
     result, _ = create_tasks_for_skill(store, skill, plans, axes, AlwaysBroken(), _gate, load_base_images(),
                                        CreationSettings(max_repairs=1))

@@ -10,9 +10,9 @@ import yaml
 from skill2env_dagster.models.skill import FileEntry, SkillRecord
 from skill2env_dagster.planning.axes import sample_axes
 from skill2env_dagster.planning.offline import plan_offline
-from skill2env_dagster.tasks.recipes import ARCHETYPE_TO_RECIPE, RECIPES
+from skill2env_dagster.tasks.shapes import SHAPES
 
-ARCHETYPES = ["transform_convert", "data_query", "repair_debug", "audit_report", "build_to_spec", "service_runtime"]
+SHAPE_NAMES = [s.name for s in SHAPES]
 
 
 def skill_from_dir(folder: Path, source: str = "examples") -> SkillRecord:
@@ -26,20 +26,31 @@ def skill_from_dir(folder: Path, source: str = "examples") -> SkillRecord:
             files.append(FileEntry(rel_path=p.relative_to(folder).as_posix(), size=len(data),
                                    sha256=hashlib.sha256(data).hexdigest(), kind="text"))
     digest = hashlib.sha256("".join(f"{f.rel_path}{f.sha256}" for f in files).encode()).hexdigest()
-    return SkillRecord(skill_id=f"{source}__{folder.name}", source=source, source_kind="dir", source_uri=str(folder.parent),
+    return SkillRecord(skill_id=f"{source}__{folder.name}", source=source, source_kind="dir",
+                       source_uri=str(folder.parent),
                        rel_path=folder.name, abs_path=str(folder), skill_file="SKILL.md", name=meta["name"],
                        description=meta["description"], body=body, files=files, bundle_digest=digest)
 
 
-def plans_and_axes(skill: SkillRecord, archetypes: list[str] | None = None):
-    """Offline plans and axes; with `archetypes`, variant i is forced onto archetypes[i] and the verifier pattern
-    of the recipe it maps to (one task per recipe), without fallbacks."""
+def plans_and_axes(skill: SkillRecord, shapes: list[str] | None = None, complexity: str | None = None):
+    """Offline plans and axes; with `shapes`, variant i is forced onto the archetype/verifier combination of
+    shapes[i] (one task per shape, on a workflow focused on that shape's family), without fallbacks; `complexity`
+    forces every variant's level."""
     plans = plan_offline(skill, prompt_version="test")
     axes = sample_axes(plans)
-    if archetypes:
+    if shapes:
+        by_name = {s.name: s for s in SHAPES}
         base = axes.samples
-        samples = [base[i % len(base)].model_copy(update={
-            "variant": i, "archetype": a, "fallbacks": [],
-            "primary_verifier_pattern": RECIPES[ARCHETYPE_TO_RECIPE[a]].verifier}) for i, a in enumerate(archetypes)]
+        focus = {w.name: w.focus.family for w in plans.workflows if w.focus}
+
+        def start(i: int, n: str):  # a workflow on the shape's own family: shapes sharing a combination differ there
+            return next((x for x in base if focus.get(x.workflow) == by_name[n].family), base[i % len(base)])
+
+        samples = [start(i, n).model_copy(update={
+            "variant": i, "archetype": by_name[n].archetype, "fallbacks": [],
+            "primary_verifier_pattern": by_name[n].verifier}) for i, n in enumerate(shapes)]
         axes = axes.model_copy(update={"samples": samples})
+    if complexity:
+        axes = axes.model_copy(update={"samples": [s.model_copy(update={"complexity": complexity})
+                                                   for s in axes.samples]})
     return plans, axes

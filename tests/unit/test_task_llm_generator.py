@@ -63,7 +63,8 @@ def test_complete_task_through_builder_and_freeze(skill_plans, tmp_path):
         env, metrics = build_candidate(builder, _ctx(skill, plans, axes), gen)
         bodies = [r.body for r in srv.requests]
     assert responder.calls == STEP_ORDER
-    assert [r.step for r in builder.records] == ["environment", "instruction", "tests", "rubric", "freeze", "solution"]
+    assert [r.step for r in builder.records] == ["environment", "instruction", "tests", "rubric", "freeze", "solution",
+                                                 "cheats"]
     root = builder.dir.root
     assert (root / "environment" / "Dockerfile").read_text().startswith(f"FROM {PINS['minimal']}\nWORKDIR /app\n")
     assert (root / "environment" / "app" / "data" / "readings.csv").is_file()
