@@ -22,6 +22,7 @@ bash scripts/postgres-up.sh >/dev/null || log "PostgreSQL unavailable: postgres 
 bash scripts/browser-up.sh >/dev/null || log "chromium/playwright unavailable: browser tests will skip"
 bash scripts/harbor-up.sh >/dev/null || log "Harbor venv unavailable: the Harbor acceptance test will make it or skip"
 
+bash scripts/lint.sh || { log "static checks failed (ruff/mypy findings above)"; exit 1; }
 python -m pytest -p no:cacheprovider "$@"
 rc=$?
 [ $rc -eq 5 ] && { log "pytest collected no tests"; exit 1; }
