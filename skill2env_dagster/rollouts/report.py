@@ -1,0 +1,81 @@
+"""The difficulty report over every calibrated skill: labels, per-task figures, the judge's scale, the holes,
+and a histogram of mean r_V per task coloured by label (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
+
+from skill2env_dagster.models.difficulty import DifficultyReport, JudgeScale, TaskDifficulty  # noqa: E402
+from skill2env_dagster.models.judge import JudgeScores, JudgeVerdict, TaskJudgement  # noqa: E402
+from skill2env_dagster.models.rollout import RolloutKind, SolverRollouts  # noqa: E402
+from skill2env_dagster.store import atomic_write_bytes  # noqa: E402
+
+PLOT_FILE = "difficulty_histogram.png"
+LABEL_COLOURS = {"too_easy": "#C44E52", "learnable": "#55A868", "unsolved": "#4C72B0", "uncalibrated": "#8C8C8C"}
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def _scale(verdicts: list[JudgeVerdict]) -> JudgeScale:
+    def scores(kind: RolloutKind) -> list[float]:
+        return [float(v.score) for v in verdicts if v.kind is kind and v.score is not None]
+
+    return JudgeScale(oracle_mean=_mean(scores(RolloutKind.ORACLE)), noop_mean=_mean(scores(RolloutKind.NOOP)),
+                      solver_mean=_mean(scores(RolloutKind.SOLVER)),
+                      judged=sum(v.status == "judged" for v in verdicts),
+                      judge_failed=sum(v.status == "judge_failed" for v in verdicts))
+
+
+def build_report(rollouts: Mapping[str, SolverRollouts], scores: Mapping[str, JudgeScores], too_easy_above: float,
+                 hardening: Mapping[str, int] | None = None) -> DifficultyReport:
+    """One row per calibrated task; the judge's columns stay empty for skills that were not judged."""
+    rows: list[TaskDifficulty] = []
+    for skill, sr in sorted(rollouts.items()):
+        judged: dict[str, TaskJudgement] = {t.task_name: t for t in scores[skill].tasks} if skill in scores else {}
+        for t in sr.tasks:
+            c, j = t.calibration, judged.get(t.task_name)
+            rows.append(TaskDifficulty(
+                skill_id=skill, task_name=t.task_name, label=c.label, label_reason=c.label_reason, scored=c.scored,
+                pass_rate=c.pass_rate, mean_reward_v=c.mean_reward_v, mean_by_metric=c.mean_by_metric,
+                mean_reward=j.mean_reward if j else None, oracle_score=j.oracle_score if j else None,
+                noop_score=j.noop_score if j else None, solver_mean_score=j.solver_mean_score if j else None,
+                shortcuts=j.shortcuts if j else 0, hardening_rounds=(hardening or {}).get(t.task_name, 0)))
+    forms = [s.reward_form for s in scores.values()]
+    return DifficultyReport(
+        too_easy_above=too_easy_above, reward_form=forms[0] if forms else None,
+        labels=dict(Counter(r.label for r in rows)), tasks=rows,
+        judge_scale=_scale([v for s in scores.values() for v in s.verdicts]),
+        shortcuts=[h for s in scores.values() for h in s.shortcuts])
+
+
+def write_histogram(report: DifficultyReport, path: Path) -> Path:
+    """Stacked histogram of mean r_V per task (ten bins over [0, 1]) by label, the too_easy threshold marked."""
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    bins = [i / 10 for i in range(11)]
+    labels = [lab for lab in LABEL_COLOURS if any(t.label == lab for t in report.tasks)]
+    data = [[t.mean_reward_v or 0.0 for t in report.tasks if t.label == lab] for lab in labels]
+    if data:
+        ax.hist(data, bins=bins, stacked=True, label=[f"{lab} ({len(d)})" for lab, d in zip(labels, data,
+                                                                                             strict=True)],
+                color=[LABEL_COLOURS[lab] for lab in labels])
+        ax.legend(fontsize=8)
+    ax.axvline(report.too_easy_above, color="black", linestyle="--", linewidth=1)
+    ax.set_xlabel("mean verifier reward r_V of the solver rollouts")
+    ax.set_ylabel("tasks")
+    ax.set_title(f"Task difficulty ({len(report.tasks)} tasks)")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
