@@ -14,15 +14,18 @@ from skill2env_dagster.assets.export import corpus_export, corpus_stats
 from skill2env_dagster.assets.knowledge import skill_knowledge
 from skill2env_dagster.assets.plans import axis_samples, workflow_plans
 from skill2env_dagster.assets.probe import retrieval_probe
+from skill2env_dagster.assets.rollouts import ROLLOUT_CORPUS_ASSETS, ROLLOUT_SKILL_ASSETS
 from skill2env_dagster.assets.skillhub import raw_skill_md, skillhub_crawl, skillhub_snapshot
 from skill2env_dagster.assets.tasks import TASK_ASSETS
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource
+from skill2env_dagster.resources.rollouts import RolloutsResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 
-SKILL_ASSETS: list[Any] = [skillhub_snapshot, skill_knowledge, workflow_plans, axis_samples, *TASK_ASSETS]
-GLOBAL_ASSETS: list[Any] = [skillhub_crawl, retrieval_probe, corpus_export, corpus_stats]
+SKILL_ASSETS: list[Any] = [skillhub_snapshot, skill_knowledge, workflow_plans, axis_samples, *TASK_ASSETS,
+                           *ROLLOUT_SKILL_ASSETS]
+GLOBAL_ASSETS: list[Any] = [skillhub_crawl, retrieval_probe, corpus_export, corpus_stats, *ROLLOUT_CORPUS_ASSETS]
 
 
 def default_resources() -> dict[str, Any]:
@@ -33,6 +36,7 @@ def default_resources() -> dict[str, Any]:
         "skillhub": SkillHubResource(sources_file=os.environ.get("S2E_SOURCES", "")),
         "llm": LLMResource.from_env(),
         "docker": DockerResource(),
+        "rollouts": RolloutsResource.from_env(),
     }
 
 
@@ -45,16 +49,18 @@ def build_defs(resources: Mapping[str, Any] | None = None) -> dg.Definitions:
     crawl_job = dg.define_asset_job(CRAWL_JOB, selection=dg.AssetSelection.assets(skillhub_crawl))
     pipeline_job = dg.define_asset_job(
         PIPELINE_JOB, selection=dg.AssetSelection.assets(*_asset_keys(SKILL_ASSETS)),
-        description="Every per-skill asset of one skill partition, from its snapshot to its gate reports.",
+        description="Every per-skill asset of one skill partition, from its snapshot to its gate reports, solver "
+        "rollouts and judge scores.",
     )
     snapshot_job = dg.define_asset_job(
         SNAPSHOT_JOB, selection=dg.AssetSelection.assets(skillhub_snapshot),
         description="Refresh the snapshot record of skills that are not eligible (their verdict changed).",
     )
     analytics_job = dg.define_asset_job(
-        ANALYTICS_JOB, selection=dg.AssetSelection.assets(retrieval_probe, corpus_export, corpus_stats),
+        ANALYTICS_JOB, selection=dg.AssetSelection.assets(retrieval_probe, corpus_export, corpus_stats,
+                                                          *ROLLOUT_CORPUS_ASSETS),
         description="Retrieval probe over all retained tasks, then the corpus export (parquet, DuckDB, Harbor dataset) "
-        "and its statistics and plots.",
+        "and its statistics and plots, the SFT dataset and the difficulty report.",
     )
     return dg.Definitions(
         assets=[raw_skill_md, *GLOBAL_ASSETS, *SKILL_ASSETS],
