@@ -47,7 +47,7 @@ stdbuf -o0 head -c "$2" < "$f.fifo" > "$f" &
 h=$!
 timeout -k 2 "$1" bash -c "$0" > "$f.fifo" 2>&1 < /dev/null
 c=$?
-i=0; while kill -0 "$h" && [ "$i" -lt 100 ]; do sleep 0.01; i=$((i+1)); done
+i=0; while kill -0 "$h" && [ "$i" -lt 200 ]; do sleep 0.005; i=$((i+1)); done
 kill "$h"
 s=$(wc -c < "$f")
 echo "$c $s"

@@ -82,6 +82,7 @@ class _Run:
     turns: list[ToolTurn] = field(default_factory=list)
     tool_calls: int = 0
     tool_seconds: float = 0.0
+    agent_seconds: float = 0.0  # the agent loop alone (no set-up, no verifier)
     verification: Verification | None = None
     digest: str = ""
 
@@ -107,9 +108,9 @@ class Episode:
             instruction = self.task.instruction.read_text(encoding="utf-8")
         except (OSError, ValueError, ValidationError) as e:
             self.state.reason, self.state.evidence = ReasonCode.TASK_METADATA_INVALID, str(e)[:500]
-            return self._finish(start, 0.0)
+            return self._finish(start)
         self._open(config, instruction)
-        agent_start, s = time.perf_counter(), self.state
+        s = self.state
         try:
             self._in_sandbox(config)
         except SandboxGoneError as e:  # while reviving or verifying
@@ -118,7 +119,7 @@ class Episode:
         except Skill2EnvError as e:
             s.reason, s.evidence = e.reason, str(e)[:500]
             s.stop = s.stop or (StopReason.INFRA_FAILED if s.started else StopReason.SETUP_FAILED)
-        return self._finish(start, time.perf_counter() - agent_start)
+        return self._finish(start)
 
     # -- phases ---------------------------------------------------------------------------------
     def _open(self, config: TaskToml, instruction: str) -> None:
@@ -140,12 +141,14 @@ class Episode:
             s.started = True
             hard = self._hard_timeout(config)
             dog = Watchdog(hard, sandbox.kill)
+            begin = time.perf_counter()
             try:
                 s.stop, s.reason, s.evidence = self._loop(sandbox, dog)
             except SandboxGoneError as e:
                 s.stop, s.reason, s.evidence = StopReason.CONTAINER_DIED, ReasonCode.CONTAINER_DIED, str(e)
             finally:
                 dog.cancel()
+                s.agent_seconds = time.perf_counter() - begin
             if dog.fired.is_set():
                 s.stop, s.reason, s.evidence = StopReason.AGENT_TIMEOUT, None, f"task agent timeout {hard:g}s"
                 sandbox.revive()
@@ -196,7 +199,7 @@ class Episode:
             self.recorder.agent_turn(turn, done, started)
 
     # -- the record -----------------------------------------------------------------------------
-    def _finish(self, start: float, agent_seconds: float) -> Rollout:
+    def _finish(self, start: float) -> Rollout:
         s, p = self.state, self.policy
         stop, v = s.stop or StopReason.SETUP_FAILED, s.verification
         scored = stop in SCORABLE and v is not None and v.reason is None
@@ -219,7 +222,7 @@ class Episode:
             attempt=self.spec.attempt, stop=stop, reason=None if scored else (reason or ReasonCode.INTERNAL_ERROR),
             evidence=evidence[:1000], scored=scored, metrics=metrics, reward_v=reward_v,
             passed=scored and all_full(metrics), turns=len(s.turns), tool_calls=s.tool_calls, usage=usage,
-            seconds=round(time.perf_counter() - start, 4), agent_seconds=round(agent_seconds, 4),
+            seconds=round(time.perf_counter() - start, 4), agent_seconds=round(s.agent_seconds, 4),
             model_seconds=round(sum(t.seconds for t in s.turns), 4), tool_seconds=round(s.tool_seconds, 4),
             workspace_digest=s.digest, trajectory=name, trajectory_digest=sha256_bytes(text.encode()),
         )

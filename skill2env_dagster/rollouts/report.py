@@ -11,12 +11,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
+import matplotlib.pyplot as plt  # after use("Agg"): the backend must be chosen first
 
-from skill2env_dagster.models.difficulty import DifficultyReport, JudgeScale, TaskDifficulty  # noqa: E402
-from skill2env_dagster.models.judge import JudgeScores, JudgeVerdict, TaskJudgement  # noqa: E402
-from skill2env_dagster.models.rollout import RolloutKind, SolverRollouts  # noqa: E402
-from skill2env_dagster.store import atomic_write_bytes  # noqa: E402
+from skill2env_dagster.models.difficulty import DifficultyReport, JudgeScale, TaskDifficulty
+from skill2env_dagster.models.judge import JudgeScores, JudgeVerdict, TaskJudgement
+from skill2env_dagster.models.rollout import RolloutKind, SolverRollouts
+from skill2env_dagster.store import atomic_write_bytes
 
 PLOT_FILE = "difficulty_histogram.png"
 LABEL_COLOURS = {"too_easy": "#C44E52", "learnable": "#55A868", "unsolved": "#4C72B0", "uncalibrated": "#8C8C8C"}
