@@ -16,6 +16,7 @@ from skill2env_dagster.models.axes import AxisSampleSet
 from skill2env_dagster.models.difficulty import DifficultyReport
 from skill2env_dagster.models.export import CorpusStats
 from skill2env_dagster.models.failure import SkillFailures
+from skill2env_dagster.models.hardening import HardeningSet
 from skill2env_dagster.models.judge import JudgeScores
 from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.plan import WorkflowPlanSet
@@ -81,6 +82,11 @@ ROLLOUTS = Artifact("solver_rollouts", SolverRollouts, CodeScope(
     modules=("rollouts.runner", "rollouts.docker_sandbox"), prompts=("solver_system.j2",), model_settings=True))
 JUDGE = Artifact("judge_scores", JudgeScores, CodeScope(
     modules=("rollouts.judge",), prompts=JUDGE_PROMPTS, model_modules=("llm",), model_settings=True))
+# Hardening rebuilds through the creator and the gates, then rolls out again: all of that decides its content.
+HARDENING = Artifact("task_hardening", HardeningSet, CodeScope(
+    modules=("rollouts.hardening", "rollouts.runner", "rollouts.docker_sandbox", "tasks", "gates"),
+    data=("difficulty_patterns.yaml",), prompts=(*TASK_PROMPTS, "solver_system.j2"), model_modules=("llm",),
+    model_settings=True))
 
 # --- corpus-wide artifacts (one key) ---------------------------------------------------------------------------
 PROBE = Artifact("retrieval_probe", ProbeReport, CodeScope(modules=("probe",)), partitioned=False)
@@ -101,7 +107,7 @@ STAGING = Folder(".staging")  # task folders being built (never a finished artif
 REJECTED = Folder("rejected")  # published folders of rejected task candidates
 
 ALL_SCOPED: tuple[Artifact[Any] | Folder, ...] = (CRAWL, SNAPSHOT, KNOWLEDGE, PLANS, AXES, TASKS, GATES, ROLLOUTS, JUDGE,
-                                                  PROBE, EXPORT, STATS, SFT, DIFFICULTY)
+                                                  HARDENING, PROBE, EXPORT, STATS, SFT, DIFFICULTY)
 
 # --- Dagster names that live outside the asset graph -----------------------------------------------------------
 SKILLS_PARTITION = "skills"

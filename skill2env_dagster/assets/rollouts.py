@@ -20,37 +20,51 @@ import dagster as dg
 from pydantic import Field
 
 from skill2env_dagster.artifacts import (
+    AXES,
     CORPUS_KEY,
     DIFFICULTY,
     GATES,
+    HARDENING,
     JUDGE,
+    PLANS,
     ROLLOUTS,
     SFT,
     SKILLS_PARTITION,
+    SNAPSHOT,
     TASKS,
 )
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped
+from skill2env_dagster.assets.tasks import task_generator
 from skill2env_dagster.llm.client import LLMClient
 from skill2env_dagster.models.export import DecontamConfig
+from skill2env_dagster.models.hardening import HardeningSet
 from skill2env_dagster.models.judge import JudgeScores
 from skill2env_dagster.models.rollout import SolverRollouts
 from skill2env_dagster.models.task import TaskGateReports
 from skill2env_dagster.reasons import InfraError, ReasonCode, is_retryable
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource
-from skill2env_dagster.resources.rollouts import RolloutsResource, env_judge_fingerprint, env_solver_fingerprint
+from skill2env_dagster.resources.rollouts import (
+    RolloutsResource,
+    env_hardening_fingerprint,
+    env_judge_fingerprint,
+    env_solver_fingerprint,
+)
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, OutputLimits
+from skill2env_dagster.rollouts.hardening import harden_skill, skill_rebuilder
 from skill2env_dagster.rollouts.judge import Judge, judge_skill
 from skill2env_dagster.rollouts.report import PLOT_FILE, build_report, write_histogram
-from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill
+from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill, roll_out_task
 from skill2env_dagster.rollouts.settings import RolloutSettings, judge_endpoint, solver_fingerprint
 from skill2env_dagster.rollouts.sft import export_sft
 from skill2env_dagster.store import ArtifactStore, canonical_json, sha256_bytes
+from skill2env_dagster.tasks.generator import OfflineGenerator
 from skill2env_dagster.versions import is_online
 
 ROLLOUTS_VERSION = asset_code_version(ROLLOUTS, fingerprint=env_solver_fingerprint())
 JUDGE_VERSION = asset_code_version(JUDGE, fingerprint=env_judge_fingerprint())
+HARDENING_VERSION = asset_code_version(HARDENING, fingerprint=env_hardening_fingerprint())
 
 
 def retained_tasks(store: ArtifactStore, key: str) -> list[TaskRef]:
@@ -61,6 +75,18 @@ def retained_tasks(store: ArtifactStore, key: str) -> list[TaskRef]:
     failing = set(gates.failing())
     return [TaskRef(b.task_name, Path(b.path)) for b in store.load(TASKS, key).retained()
             if b.task_name not in failing and Path(b.path).is_dir()]
+
+
+def _sandboxes(docker: DockerResource, settings: RolloutSettings) -> DockerSandboxFactory:
+    """The sandbox factory on the gates' engine and limits; an engine that does not answer fails the step
+    (retryable: infrastructure)."""
+    lim = settings.limits
+    try:
+        return DockerSandboxFactory(docker.settings(), OutputLimits(lim.output_head_bytes, lim.output_tail_bytes,
+                                                                    lim.output_cap_bytes))
+    except InfraError as e:
+        raise dg.Failure(description=str(e), metadata={"reason": e.reason.value},
+                         allow_retries=is_retryable(e.reason)) from e
 
 
 def _offline(settings: RolloutSettings, llm: LLMResource) -> bool:
@@ -99,13 +125,7 @@ def solver_rollouts(context: dg.AssetExecutionContext, artifacts: ArtifactStoreR
         shutil.rmtree(folder, ignore_errors=True)
         reason = ReasonCode.NO_MODEL if _offline(settings, llm) else ReasonCode.NO_RETAINED_TASKS
         return skipped(store, ROLLOUTS, key, reason, context.log)
-    try:
-        factory = DockerSandboxFactory(docker.settings(), OutputLimits(
-            settings.limits.output_head_bytes, settings.limits.output_tail_bytes, settings.limits.output_cap_bytes))
-    except InfraError as e:
-        raise dg.Failure(description=str(e), metadata={"reason": e.reason.value},
-                         allow_retries=is_retryable(e.reason)) from e
-    result = roll_out_skill(key, tasks, settings, llm.to_config(), factory, folder,
+    result = roll_out_skill(key, tasks, settings, llm.to_config(), _sandboxes(docker, settings), folder,
                             timeout_cap_sec=docker.timeout_cap_sec)
     digest = store.save(ROLLOUTS, key, result)
     rs = result.rollouts()
@@ -162,6 +182,53 @@ def judge_scores(context: dg.AssetExecutionContext, artifacts: ArtifactStoreReso
     })
 
 
+def _hardening_table(result: HardeningSet) -> str:
+    rows = []
+    for t in result.tasks:
+        for r in t.rounds:
+            after = f"{r.after.label} ({_pct(r.after.mean_reward_v)})" if r.after else "-"
+            gate = "retained" if r.revision.retained else f"rejected: {r.revision.reason}"
+            rows.append(f"| {t.task_name} | {r.round} | {r.why} | {r.revision.summary} | {gate} | "
+                        f"{r.before.label} ({_pct(r.before.mean_reward_v)}) | {after} |")
+    head = "| task | round | why | revision | gates | before | after |\n" + "|---" * 7 + "|\n"
+    return head + "\n".join(rows) if rows else "no too_easy task"
+
+
+@dg.asset(
+    name=HARDENING.name, partitions_def=skills_partitions, deps=[ROLLOUTS.name, JUDGE.name], group_name="rollouts",
+    pool="docker", kinds={"docker", "openai"}, code_version=HARDENING_VERSION,
+)
+def task_hardening(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource, docker: DockerResource,
+                   llm: LLMResource, rollouts: RolloutsResource) -> dg.MaterializeResult:
+    """Each too_easy task revised (next complexity level, one more difficulty pattern), rebuilt through the frozen
+    creator order and the gates, and rolled out again, up to R rounds; every round shown with its figures."""
+    key, store = context.partition_key, artifacts.store()
+    settings = rollouts.settings()
+    if _offline(settings, llm):
+        return skipped(store, HARDENING, key, ReasonCode.NO_MODEL, context.log)
+    if not (store.exists(ROLLOUTS, key) and store.exists(TASKS, key)):
+        return skipped(store, HARDENING, key, ReasonCode.NO_RETAINED_TASKS, context.log)
+    if not all(store.exists(a, key) for a in (SNAPSHOT, PLANS, AXES)):
+        return skipped(store, HARDENING, key, ReasonCode.NOT_ELIGIBLE, context.log)
+    bundles = store.load(TASKS, key)
+    # The generator that created the tasks rebuilds them: offline tasks get the next level offline.
+    gen = OfflineGenerator() if bundles.generator == "offline" else task_generator(llm)
+    rebuilder = skill_rebuilder(store, store.load(SNAPSHOT, key), store.load(PLANS, key), store.load(AXES, key),
+                                bundles, gen, docker.gate, docker.base_images())
+    sandboxes, folder = _sandboxes(docker, settings), store.dir(HARDENING, key)
+    result = harden_skill(store.load(ROLLOUTS, key), rebuilder, lambda t: roll_out_task(
+        t, settings, llm.to_config(), sandboxes, folder / t.name, timeout_cap_sec=docker.timeout_cap_sec),
+        settings.hardening_rounds)
+    digest = store.save(HARDENING, key, result)
+    context.log.info(f"task_hardening skill={key} hardened={len(result.tasks)}")
+    return dg.MaterializeResult(data_version=dg.DataVersion(digest[:24]), metadata={
+        "rounds": dg.MetadataValue.md(_hardening_table(result)),
+        "outcomes": dg.MetadataValue.json(dict(Counter(t.outcome for t in result.tasks))),
+        "not_needed": dg.MetadataValue.json(result.not_needed), "max_rounds": result.max_rounds,
+        "seconds": dg.MetadataValue.float(result.seconds),
+    })
+
+
 def _current(context: dg.AssetExecutionContext, store: ArtifactStore) -> tuple[dict[str, SolverRollouts],
                                                                                   dict[str, JudgeScores]]:
     """Rollouts and judgements of the skills that are partitions now (a removed skill's files are ignored)."""
@@ -202,17 +269,19 @@ def sft_dataset(context: dg.AssetExecutionContext, config: SftConfig, artifacts:
     })
 
 
-@dg.asset(name=DIFFICULTY.name, deps=[ROLLOUTS.name, JUDGE.name], group_name="rollouts",
+@dg.asset(name=DIFFICULTY.name, deps=[ROLLOUTS.name, JUDGE.name, HARDENING.name], group_name="rollouts",
           kinds={"python", "matplotlib"}, code_version=asset_code_version(DIFFICULTY))
 def difficulty_report(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource, llm: LLMResource,
                       rollouts: RolloutsResource) -> dg.MaterializeResult:
     """Difficulty labels of every calibrated task, the judge's scale (Oracle and no-op beside the solvers), the
-    likely verifier holes, and a histogram of mean r_V by label."""
+    likely verifier holes, hardening rounds per task, and a histogram of mean r_V by label."""
     store, settings = artifacts.store(), rollouts.settings()
     if _offline(settings, llm):
         return skipped(store, DIFFICULTY, CORPUS_KEY, ReasonCode.NO_MODEL, context.log)
     ro, scores = _current(context, store)
-    report = build_report(ro, scores, settings.too_easy_above)
+    rounds = {t.task_name: len(t.rounds) for k in ro if store.exists(HARDENING, k)
+              for t in store.load(HARDENING, k).tasks}
+    report = build_report(ro, scores, settings.too_easy_above, rounds)
     plot = write_histogram(report, store.dir(DIFFICULTY) / PLOT_FILE)
     report.plot = str(plot)
     digest = store.save(DIFFICULTY, CORPUS_KEY, report)
@@ -226,5 +295,5 @@ def difficulty_report(context: dg.AssetExecutionContext, artifacts: ArtifactStor
     })
 
 
-ROLLOUT_SKILL_ASSETS = [solver_rollouts, judge_scores]
+ROLLOUT_SKILL_ASSETS = [solver_rollouts, judge_scores, task_hardening]
 ROLLOUT_CORPUS_ASSETS = [sft_dataset, difficulty_report]

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr
 from skill2env_dagster.llm.config import LLMConfig
 from skill2env_dagster.llm.config import from_env as env_config
 from skill2env_dagster.rollouts.settings import RolloutSettings, judge_fingerprint, load_settings, solver_fingerprint
+from skill2env_dagster.versions import is_online
 
 JUDGE_PREFIX = "S2E_JUDGE_"
 
@@ -46,6 +47,12 @@ class RolloutsResource(dg.ConfigurableResource):
 def env_solver_fingerprint() -> dict[str, object]:
     """Solver settings as the environment defines them at import time (feeds solver_rollouts' code version)."""
     return solver_fingerprint(load_settings(), env_config())
+
+
+def env_hardening_fingerprint() -> dict[str, object]:
+    """Hardening rolls out with the solvers and rebuilds with the task creator's model (if any)."""
+    solvers = env_solver_fingerprint()
+    return solvers if not is_online(solvers) else {**solvers, "creator": env_config().fingerprint()}
 
 
 def env_judge_fingerprint() -> dict[str, object]:

@@ -20,7 +20,14 @@ from pathlib import Path
 from skill2env_dagster.llm.config import LLMConfig
 from skill2env_dagster.llm.pricing import sum_usage
 from skill2env_dagster.llm.tools import ToolChat
-from skill2env_dagster.models.rollout import Rollout, RolloutKind, SolverRollouts, StopReason, TaskRollouts
+from skill2env_dagster.models.rollout import (
+    Rollout,
+    RolloutKind,
+    SolverRollouts,
+    StopReason,
+    TaskCalibration,
+    TaskRollouts,
+)
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.calibration import calibrate
 from skill2env_dagster.rollouts.episode import EpisodeSpec, run_episode
@@ -103,6 +110,15 @@ def run_jobs(jobs: Sequence[Job], open_sandbox: SandboxFactory, out_dir: Path, c
         return [_safe_run(j, open_sandbox, out_dir) for j in jobs]
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rollout") as pool:
         return list(pool.map(lambda j: _safe_run(j, open_sandbox, out_dir), jobs))
+
+
+def roll_out_task(task: TaskRef, settings: RolloutSettings, default: LLMConfig, open_sandbox: SandboxFactory,
+                  folder: Path, *, chat_factory: ChatFactory = ToolChat,
+                  timeout_cap_sec: float | None = None) -> tuple[list[Rollout], TaskCalibration]:
+    """One task's rollouts (references included) and its calibration; trajectories go to `folder`."""
+    jobs = plan_jobs([task], settings, default, chat_factory, timeout_cap_sec)
+    rollouts = run_jobs(jobs, open_sandbox, folder, settings.concurrency)
+    return rollouts, calibrate(rollouts, settings.too_easy_above)
 
 
 def roll_out_skill(skill_id: str, tasks: Sequence[TaskRef], settings: RolloutSettings, default: LLMConfig,

@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from skill2env_dagster.artifacts import CORPUS_KEY, DIFFICULTY, JUDGE, ROLLOUTS, SFT, SKILLS_PARTITION
+from skill2env_dagster.artifacts import CORPUS_KEY, DIFFICULTY, HARDENING, JUDGE, ROLLOUTS, SFT, SKILLS_PARTITION
 from skill2env_dagster.assets import rollouts as rollout_assets
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource
@@ -41,9 +41,9 @@ def test_without_a_model_every_rollout_asset_is_skipped_with_no_model(tmp_path):
                                resources=resources)
     corpus = dg.materialize(rollout_assets.ROLLOUT_CORPUS_ASSETS, instance=instance, resources=resources)
     statuses = {**_statuses(per_skill), **_statuses(corpus)}
-    assert statuses == {a.name: ("skipped", "no_model") for a in (ROLLOUTS, JUDGE, SFT, DIFFICULTY)}
+    assert statuses == {a.name: ("skipped", "no_model") for a in (ROLLOUTS, JUDGE, HARDENING, SFT, DIFFICULTY)}
     store = ArtifactStore(tmp_path)
-    assert not store.exists(ROLLOUTS, "k") and not store.exists(JUDGE, "k")
+    assert not any(store.exists(a, "k") for a in (ROLLOUTS, JUDGE, HARDENING))
     assert not store.exists(SFT, CORPUS_KEY) and not store.exists(DIFFICULTY, CORPUS_KEY)
 
 
