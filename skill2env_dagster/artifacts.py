@@ -113,5 +113,6 @@ ALL_SCOPED: tuple[Artifact[Any] | Folder, ...] = (CRAWL, SNAPSHOT, KNOWLEDGE, PL
 SKILLS_PARTITION = "skills"
 CRAWL_JOB = "skillhub_crawl_job"
 PIPELINE_JOB = "skill_pipeline"
+ROLLOUTS_JOB = "skill_rollouts"
 SNAPSHOT_JOB = "skill_snapshot_refresh"
 ANALYTICS_JOB = "corpus_analytics"

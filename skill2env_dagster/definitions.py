@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-from skill2env_dagster.artifacts import ANALYTICS_JOB, CRAWL_JOB, PIPELINE_JOB, SNAPSHOT_JOB
+from skill2env_dagster.artifacts import ANALYTICS_JOB, CRAWL_JOB, PIPELINE_JOB, ROLLOUTS_JOB, SNAPSHOT_JOB
 from skill2env_dagster.assets.automation import build_change_sensor, build_crawl_schedule
 from skill2env_dagster.assets.export import corpus_export, corpus_stats
 from skill2env_dagster.assets.knowledge import skill_knowledge
@@ -23,8 +23,7 @@ from skill2env_dagster.resources.rollouts import RolloutsResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 
-SKILL_ASSETS: list[Any] = [skillhub_snapshot, skill_knowledge, workflow_plans, axis_samples, *TASK_ASSETS,
-                           *ROLLOUT_SKILL_ASSETS]
+SKILL_ASSETS: list[Any] = [skillhub_snapshot, skill_knowledge, workflow_plans, axis_samples, *TASK_ASSETS]
 GLOBAL_ASSETS: list[Any] = [skillhub_crawl, retrieval_probe, corpus_export, corpus_stats, *ROLLOUT_CORPUS_ASSETS]
 
 
@@ -49,8 +48,12 @@ def build_defs(resources: Mapping[str, Any] | None = None) -> dg.Definitions:
     crawl_job = dg.define_asset_job(CRAWL_JOB, selection=dg.AssetSelection.assets(skillhub_crawl))
     pipeline_job = dg.define_asset_job(
         PIPELINE_JOB, selection=dg.AssetSelection.assets(*_asset_keys(SKILL_ASSETS)),
-        description="Every per-skill asset of one skill partition, from its snapshot to its gate reports, solver "
-        "rollouts and judge scores.",
+        description="Every per-skill asset of one skill partition, from its snapshot to its gate reports.",
+    )
+    rollouts_job = dg.define_asset_job(
+        ROLLOUTS_JOB, selection=dg.AssetSelection.assets(*_asset_keys(ROLLOUT_SKILL_ASSETS)),
+        description="Solver rollouts, judge scores and hardening of one skill partition's retained tasks (k model "
+        "episodes per task and solver: launched on purpose, not by every pipeline run).",
     )
     snapshot_job = dg.define_asset_job(
         SNAPSHOT_JOB, selection=dg.AssetSelection.assets(skillhub_snapshot),
@@ -63,8 +66,8 @@ def build_defs(resources: Mapping[str, Any] | None = None) -> dg.Definitions:
         "and its statistics and plots, the SFT dataset and the difficulty report.",
     )
     return dg.Definitions(
-        assets=[raw_skill_md, *GLOBAL_ASSETS, *SKILL_ASSETS],
-        jobs=[crawl_job, pipeline_job, snapshot_job, analytics_job],
+        assets=[raw_skill_md, *GLOBAL_ASSETS, *SKILL_ASSETS, *ROLLOUT_SKILL_ASSETS],
+        jobs=[crawl_job, pipeline_job, rollouts_job, snapshot_job, analytics_job],
         schedules=[build_crawl_schedule(crawl_job)],
         sensors=[build_change_sensor(pipeline_job, snapshot_job)],
         resources={**default_resources(), **dict(resources or {})},
