@@ -14,7 +14,6 @@ import base64
 import shutil
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -33,7 +32,7 @@ from skill2env_dagster.artifacts import (
     SNAPSHOT,
     TASKS,
 )
-from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, usage_metadata
 from skill2env_dagster.assets.tasks import task_generator
 from skill2env_dagster.llm.client import LLMClient
 from skill2env_dagster.models.export import DecontamConfig
@@ -105,11 +104,6 @@ def _rollout_table(result: SolverRollouts) -> str:
             + "\n".join(rows))
 
 
-def _usage_metadata(calls: int, prompt: int, completion: int, cost: float) -> dict[str, Any]:
-    return {"llm_calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,
-            "cost_usd": dg.MetadataValue.float(cost)}
-
-
 @dg.asset(
     name=ROLLOUTS.name, partitions_def=skills_partitions, deps=[TASKS.name, GATES.name], group_name="rollouts",
     pool="docker", kinds={"docker", "openai"}, code_version=ROLLOUTS_VERSION,
@@ -126,7 +120,7 @@ def solver_rollouts(context: dg.AssetExecutionContext, artifacts: ArtifactStoreR
         reason = ReasonCode.NO_MODEL if _offline(settings, llm) else ReasonCode.NO_RETAINED_TASKS
         return skipped(store, ROLLOUTS, key, reason, context.log)
     result = roll_out_skill(key, tasks, settings, llm.to_config(), _sandboxes(docker, settings), folder,
-                            timeout_cap_sec=docker.timeout_cap_sec)
+                            timeout_cap_sec=docker.settings().timeout_cap_sec)
     digest = store.save(ROLLOUTS, key, result)
     rs = result.rollouts()
     context.log.info(f"solver_rollouts skill={key} tasks={len(tasks)} rollouts={len(rs)}")
@@ -138,8 +132,7 @@ def solver_rollouts(context: dg.AssetExecutionContext, artifacts: ArtifactStoreR
         "unscored_by_reason": dg.MetadataValue.json(dict(Counter(r.reason.value for r in rs if r.reason))),
         "solvers": dg.MetadataValue.json(result.models), "trajectories": dg.MetadataValue.path(str(folder)),
         "seconds": dg.MetadataValue.float(result.seconds),
-        **_usage_metadata(result.usage.calls, result.usage.prompt_tokens, result.usage.completion_tokens,
-                          result.usage.cost_usd),
+        **usage_metadata(result.usage),
     })
 
 
@@ -177,8 +170,7 @@ def judge_scores(context: dg.AssetExecutionContext, artifacts: ArtifactStoreReso
         "judge_failed": sum(v.status == "judge_failed" for v in result.verdicts),
         "shortcuts": dg.MetadataValue.json([s.model_dump() for s in result.shortcuts]),
         "artifact_digest": digest[:24],
-        **_usage_metadata(result.usage.calls, result.usage.prompt_tokens, result.usage.completion_tokens,
-                          result.usage.cost_usd),
+        **usage_metadata(result.usage),
     })
 
 
@@ -217,7 +209,7 @@ def task_hardening(context: dg.AssetExecutionContext, artifacts: ArtifactStoreRe
                                 bundles, gen, docker.gate, docker.base_images())
     sandboxes, folder = _sandboxes(docker, settings), store.dir(HARDENING, key)
     result = harden_skill(store.load(ROLLOUTS, key), rebuilder, lambda t: roll_out_task(
-        t, settings, llm.to_config(), sandboxes, folder / t.name, timeout_cap_sec=docker.timeout_cap_sec),
+        t, settings, llm.to_config(), sandboxes, folder / t.name, timeout_cap_sec=docker.settings().timeout_cap_sec),
         settings.hardening_rounds)
     digest = store.save(HARDENING, key, result)
     context.log.info(f"task_hardening skill={key} hardened={len(result.tasks)}")

@@ -1,28 +1,24 @@
 """Chat with tools: one model turn that may answer with tool calls, for the solver agent.
 
-Kept apart from `LLMClient` (structured JSON replies) because an agent turn is neither cached nor validated
-against a schema: k attempts at temperature > 0 must differ, and a malformed tool call is the policy's mistake to
-be shown back to it, not a reason to re-ask. Transient failures are retried with the client's own policy
-(`llm.retry`: which errors are transient, backoff with Retry-After, reason codes); a truncated or garbled body
-counts as transient; a turn that cannot be had raises LLMError with the reason code.
+`ToolChat` is an `LLMClient` with one more call, `turn()`. It shares the client's transport and its whole failure
+policy (`llm.failures.classify`: what to retry, what is configuration, remembered once per endpoint; backoff
+with Retry-After; usage on every path; the key redacted from every message), but not `complete_json`'s cache or
+schema checks: k attempts at temperature > 0 must differ, and a malformed tool call is the policy's mistake to
+be shown back to it, not a reason to re-ask.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
-from collections.abc import Callable
 from typing import Any
 
-import openai
 from pydantic import BaseModel, ConfigDict, Field
 
-from skill2env_dagster.llm.config import LLMConfig
-from skill2env_dagster.llm.pricing import call_cost
-from skill2env_dagster.llm.retry import backoff_delay, exc_headers, is_transient, reason_for, retry_after_seconds
+from skill2env_dagster.llm.client import LLMClient
+from skill2env_dagster.llm.failures import classify, is_client_error
 from skill2env_dagster.models.plan import Usage
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import LLMError
 
 log = logging.getLogger(__name__)
 ChatMessage = dict[str, Any]
@@ -60,63 +56,45 @@ class ToolTurn(BaseModel):
         return msg
 
 
-def redact(text: str, secret: str) -> str:
-    """Error text for logs and records, truncated and with the key removed (servers may echo it)."""
-    text = text[:400]
-    return text.replace(secret, "***") if secret else text
-
-
-class ToolChat:
+class ToolChat(LLMClient):
     """One endpoint, one model; `turn()` is a single logical call (retries inside)."""
-
-    def __init__(self, config: LLMConfig, *, sleep: Callable[[float], None] = time.sleep,
-                 rng: random.Random | None = None) -> None:
-        if config.offline:
-            raise LLMError(ReasonCode.LLM_UNAVAILABLE, "no base_url/model configured for tool calling")
-        self.config = config
-        self._sleep, self._rng = sleep, rng or random.Random()
-        self._sdk = openai.OpenAI(base_url=config.base_url, api_key=config.api_key.get_secret_value() or "unused",
-                                  timeout=config.timeout, max_retries=0)
 
     def turn(self, messages: list[ChatMessage], tools: list[dict[str, Any]], *, temperature: float | None = None,
              max_tokens: int | None = None, purpose: str = "agent") -> ToolTurn:
-        """The model's next turn; raises LLMError (with `.usage` of failed attempts) when it cannot be had."""
-        request = {"model": self.config.model, "messages": messages, "tools": tools, "tool_choice": "auto",
-                   "temperature": self.config.temperature if temperature is None else temperature,
-                   "max_tokens": max_tokens or self.config.max_tokens}
-        start, attempt = time.perf_counter(), 0
+        """The model's next turn; raises LLMError (carrying the usage of failed requests) when it cannot be had."""
+        request: dict[str, Any] = {
+            "model": self.config.model, "messages": messages, "tools": tools, "tool_choice": "auto",
+            "temperature": self.config.temperature if temperature is None else temperature,
+            "max_tokens": max_tokens or self.config.max_tokens}
+        start, attempt, failed = time.perf_counter(), 0, 0
         while True:
+            known = self._endpoint.broken()
+            if known is not None:  # reported when first seen; fail fast without another request
+                raise LLMError(known.reason, f"{purpose}: {known.detail}", usage=Usage(failed_calls=failed))
             try:
-                resp = self._sdk.chat.completions.create(**request)  # type: ignore[call-overload]  # dict of kwargs
-            except (openai.OpenAIError, ValueError) as e:  # ValueError: a truncated or garbled body
-                delay = self._give_up_or_delay(e, attempt, purpose)
-                log.warning("tool chat transient failure purpose=%s attempt=%d err=%s retry_in=%.2fs",
-                            purpose, attempt + 1, type(e).__name__, delay)
-                self._sleep(delay)
-                attempt += 1
-                continue
+                resp = self._sdk.chat.completions.create(**request, extra_headers=self._headers)
+            except Exception as e:
+                if not is_client_error(e):
+                    raise
+                failed += 1
+                failure = classify(e, self.config)
+                if failure.action == "retry" and attempt < self.config.max_retries:
+                    self._wait(e, attempt, purpose)
+                    attempt += 1
+                    continue
+                raise self._give_up(failure, self._safe(failure.detail), purpose, attempt,
+                                    Usage(failed_calls=failed)) from e
             out = self._parse(resp)
+            out.usage += Usage(failed_calls=failed)
             out.seconds = time.perf_counter() - start
             return out
-
-    def _give_up_or_delay(self, exc: Exception, attempt: int, purpose: str) -> float:
-        """Backoff before the next attempt, or the LLMError that ends the turn."""
-        secret = self.config.api_key.get_secret_value()
-        transient = is_transient(exc) or not isinstance(exc, openai.OpenAIError)
-        if not transient or attempt >= self.config.max_retries:
-            reason = reason_for(exc) if transient else ReasonCode.LLM_UNAVAILABLE
-            raise LLMError(reason, f"{purpose}: after {attempt + 1} attempt(s): "
-                                   f"{redact(f'{type(exc).__name__}: {exc}', secret)}") from exc
-        return backoff_delay(attempt, base=self.config.backoff_base, cap=self.config.backoff_cap,
-                             retry_after=retry_after_seconds(exc_headers(exc)), rng=self._rng)
 
     def _parse(self, resp: Any) -> ToolTurn:
         choices = getattr(resp, "choices", None) or []
         msg = choices[0].message if choices else None
         u = getattr(resp, "usage", None)
         pt, ct = int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0)
-        usage = Usage(calls=1, prompt_tokens=pt, completion_tokens=ct,
-                      cost_usd=call_cost(self.config.prices, self.config.model, pt, ct))
+        usage = Usage(calls=1, prompt_tokens=pt, completion_tokens=ct, cost_usd=self.config.cost(pt, ct))
         calls = [RequestedCall(call_id=str(getattr(c, "id", "") or f"call_{i}"),
                                name=str(getattr(getattr(c, "function", None), "name", "") or ""),
                                arguments=str(getattr(getattr(c, "function", None), "arguments", "") or ""))

@@ -71,7 +71,8 @@ class Rollout(_Strict):
     model: str = ""
     attempt: int = Field(ge=0)
     stop: StopReason
-    reason: ReasonCode | None = Field(default=None, description="Why it is not scored; None when it is.")
+    reason: ReasonCode | None = Field(default=None, description="Why it is not scored; on a scored rollout, why "
+                                      "the reward is 0 by rule (tamper_detected, reap_failed); else None.")
     evidence: str = ""
     scored: bool
     metrics: dict[str, float] = Field(default_factory=dict, description="The verifier's metrics.")

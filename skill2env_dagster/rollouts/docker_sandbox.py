@@ -1,18 +1,20 @@
-"""The rollout sandbox on the gates' hardened container (`gates.container.Trial`): no network, no capabilities,
-pids/memory/CPU limits, tmpfs /tmp and /logs, removed on exit whatever happened.
+"""The rollout sandbox on the gates' trial API (`gates.sandbox.Sandbox`): a fresh hardened container (no network,
+no capabilities, pids/memory/CPU limits, tmpfs /tmp and /logs, removed on exit whatever happened) whose `verify()`
+kills what the agent left running, reads the agent's changes from the engine, refuses a tampered toolchain
+(`tamper_detected`), runs the verifier with a fixed environment and parses the reward.
 
-Each command is one `docker exec`: it runs under `timeout` in a fresh bash in the task's working directory, its
-output goes through a fifo into `head -c <cap>` (a flood is cut at the cap and its writer dies of SIGPIPE; the
-capture lives on the /logs tmpfs, out of the agent's way), and the exec prints the exit code and what was kept,
+Each command is one `Sandbox.run`: a small wrapper runs it under `timeout` in a fresh bash in the task's working
+directory, sends its output through a fifo into `head -c <cap>` (a flood is cut at the cap and its writer dies of
+SIGPIPE; the capture lives on the /logs tmpfs, out of the agent's way) and prints the exit code and what was kept,
 so one round trip returns a bounded answer; head and tail are cut here. We wait for the command alone, not for
 processes it leaves behind (a background server keeps the fifo open: its reader gets ~0.5 s, then we read). The
-script spawns as few processes as it can: it is most of the harness's own cost per step.
+wrapper spawns as few processes as it can: it is most of the harness's own cost per step. The command reaches it
+in an environment variable the wrapper unsets before running it.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import posixpath
 import time
@@ -23,13 +25,13 @@ from types import TracebackType
 import docker
 import docker.errors
 import requests
-from docker.models.containers import Container
 
 from skill2env_dagster.gates import container as ctr
+from skill2env_dagster.gates.changes import ChangeKind, is_under, leaves, without_runtime
 from skill2env_dagster.gates.images import build_image
-from skill2env_dagster.gates.reward import parse_reward
+from skill2env_dagster.gates.sandbox import Sandbox, TrialStatus, VerifyOutcome
 from skill2env_dagster.gates.settings import GateSettings
-from skill2env_dagster.models.task_dir import CONTAINER_TESTS, TaskDir
+from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import InfraError, ReasonCode
 from skill2env_dagster.rollouts.sandbox import CommandResult, SandboxGoneError, Verification
@@ -37,18 +39,19 @@ from skill2env_dagster.rollouts.sandbox import CommandResult, SandboxGoneError, 
 log = logging.getLogger(__name__)
 
 TIMED_OUT = 124  # what coreutils `timeout` exits with
-WRITE_CHUNK = 48 * 1024  # bytes of file content per exec (base64 in argv stays far below the 128 KiB arg limit)
+GRACE = 15.0  # the trial's own watchdog, past the command's timeout, for a wrapper that never returns
+WRITE_CHUNK = 48 * 1024  # bytes of file content per exec (base64 in one variable stays below the 128 KiB limit)
 MAX_WRITE = 1 << 20
 DIGEST_FILE_HEAD = 300
-# Paths whose changes say nothing about the agent's work.
-_NOISE = ("/proc", "/sys", "/dev", "/run", "/var/cache", "/var/lib/apt", "/var/log", "/root/.cache", "/tmp",
-          "/logs", "/usr/sbin/docker-init")
+DIGEST_FILES = 40
+_KINDS = {ChangeKind.MODIFIED: "changed", ChangeKind.ADDED: "added", ChangeKind.DELETED: "deleted"}
 _WRAP = """exec 2>/dev/null
+cmd=$S2E_CMD; t=$S2E_TIMEOUT; cap=$S2E_CAP; unset S2E_CMD S2E_TIMEOUT S2E_CAP
 f="/logs/agent/.s2e.$$"
 mkfifo "$f.p" || { mkdir -p /logs/agent; rm -f "$f.p"; mkfifo "$f.p" || exit 97; }
-stdbuf -o0 head -c "$2" < "$f.p" > "$f" &
+stdbuf -o0 head -c "$cap" < "$f.p" > "$f" &
 h=$!
-timeout -k 2 "$1" bash -c "$0" > "$f.p" 2>&1 < /dev/null
+timeout -k 2 "$t" bash -c "$cmd" > "$f.p" 2>&1 < /dev/null
 c=$?
 i=0; while kill -0 "$h" && [ "$i" -lt 100 ]; do sleep 0.005; i=$((i+1)); done
 kill "$h"
@@ -56,7 +59,11 @@ echo "$c"
 cat "$f"
 rm -f "$f" "$f.p"
 """
-_WRITE = 'mkdir -p "$(dirname "$0")" && printf %s "$1" | base64 -d {op} "$0"'
+_WRITE = """p=$S2E_PATH; d=$S2E_DATA; op=$S2E_OP; unset S2E_PATH S2E_DATA S2E_OP
+mkdir -p "$(dirname "$p")" || exit 1
+if [ "$op" = new ]; then printf %s "$d" | base64 -d > "$p"; else printf %s "$d" | base64 -d >> "$p"; fi
+echo "rc=$?"
+"""
 _DIGEST = """for p in "$@"; do
   [ -f "$p" ] || continue
   echo "--- $p ($(wc -c < "$p") bytes)"
@@ -72,67 +79,79 @@ class OutputLimits:
     cap: int = 1 << 20
 
 
+def _verification(outcome: VerifyOutcome) -> Verification:
+    """The trial's verdict in the harness's terms (see `rollouts.sandbox.Verification`)."""
+    s = outcome.status
+    if s is TrialStatus.OK:
+        return Verification(dict(outcome.metrics), seconds=outcome.seconds)
+    if s is TrialStatus.CONTAINER_DIED:
+        raise SandboxGoneError(outcome.detail or "container stopped before the verifier")
+    if s is TrialStatus.REWARD_UNUSABLE:
+        return Verification(reason=outcome.reward.reason or ReasonCode.REWARD_INVALID,
+                            evidence=outcome.reward.problem, seconds=outcome.seconds)
+    if s is TrialStatus.VERIFIER_TIMEOUT:
+        return Verification(reason=ReasonCode.VERIFIER_TIMEOUT, evidence=outcome.detail, seconds=outcome.seconds)
+    # The agent's own doing: a tampered toolchain, or processes that could not be stopped (e.g. a fork bomb).
+    reason = ReasonCode.TAMPER_DETECTED if s is TrialStatus.TAMPER_DETECTED else ReasonCode.REAP_FAILED
+    return Verification(reason=reason, evidence=outcome.describe()[:1500], zero=True, seconds=outcome.seconds)
+
+
 class DockerSandbox:
-    """One fresh hardened container for one episode (see module docstring)."""
+    """One fresh hardened trial for one episode (see module docstring)."""
 
     def __init__(self, client: docker.DockerClient, task_dir: Path, settings: GateSettings,
                  limits: OutputLimits) -> None:
         self.client, self.task, self.settings, self.limits = client, TaskDir(task_dir), settings, limits
         self.config = TaskToml.from_toml(self.task.config.read_text(encoding="utf-8"))
         self.workdir = self.config.environment.workdir or "/"
-        self._trial: ctr.Trial | None = None
+        self._sb: Sandbox | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     def __enter__(self) -> DockerSandbox:
         image, _ = build_image(self.client, self.task.environment_dir, self.settings.build_network,
                                self.config.environment.build_timeout_sec)
         try:
-            self._trial = ctr.Trial(self.client, image, self.settings, self.config.environment.workdir).__enter__()
+            self._sb = Sandbox(self.client, image, self.settings, self.config, self.task.tests_dir).__enter__()
         except (docker.errors.DockerException, requests.RequestException) as e:
             raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"could not start a container from {image}: {e}") from e
         return self
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        if self._trial is not None:
-            self._trial.__exit__(et, e, tb)
+        if self._sb is not None:
+            self._sb.__exit__(et, e, tb)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sb is None:
+            raise SandboxGoneError("sandbox not open")
+        return self._sb
 
     @property
     def container_id(self) -> str:
-        return self._container().id or ""
+        return self.sandbox.trial.cid
 
-    def _container(self) -> Container:
-        if self._trial is None or self._trial.container is None:
-            raise SandboxGoneError("sandbox not open")
-        return self._trial.container
-
-    def _running(self) -> bool:
+    def _run(self, body: str, timeout: float, env: dict[str, str]) -> bytes:
+        """An agent-phase command; SandboxGoneError when the container is no longer there to answer."""
         try:
-            return bool(self.client.api.inspect_container(self.container_id)["State"]["Running"])
-        except (docker.errors.APIError, requests.RequestException):
-            return False
-
-    def _exec(self, argv: list[str]) -> bytes:
-        """One exec, output as bytes; SandboxGoneError when the container is no longer there to answer."""
-        try:
-            exec_id = self.client.api.exec_create(self.container_id, argv, workdir=self.workdir)["Id"]
-            out = self.client.api.exec_start(exec_id)
+            res = self.sandbox.run(body, timeout, env)
         except (docker.errors.APIError, requests.RequestException) as e:
-            if not self._running():
+            if not self.sandbox.trial.alive():
                 raise SandboxGoneError(f"container stopped: {type(e).__name__}") from e
             raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"docker exec failed: {e}") from e
-        return out if isinstance(out, bytes) else b""
+        if res.died:
+            raise SandboxGoneError("container stopped during the command")
+        return res.output
 
     # -- the protocol ---------------------------------------------------------------------------
     def exec(self, command: str, timeout: float) -> CommandResult:
         lim = self.limits
         start = time.perf_counter()
-        out = self._exec(["sh", "-c", _WRAP, command, f"{max(1, round(timeout))}", str(lim.cap)])
+        out = self._run(_WRAP, timeout + GRACE, {"S2E_CMD": command, "S2E_TIMEOUT": f"{max(1, round(timeout))}",
+                                                 "S2E_CAP": str(lim.cap)})
         seconds = time.perf_counter() - start
         header, _, body = out.partition(b"\n")
-        if not header.strip().isdigit():
-            if not self._running():
-                raise SandboxGoneError("container stopped during the command")
-            return CommandResult(None, head=out[:lim.head], seconds=seconds)
+        if not header.strip().isdigit():  # the trial's watchdog reaped a wrapper that never returned
+            return CommandResult(None, head=out[:lim.head], timed_out=seconds >= timeout, seconds=seconds)
         code, size = int(header), len(body)
         head, tail = (body, b"") if size <= lim.head + lim.tail else (body[:lim.head], body[-lim.tail:])
         return CommandResult(code, head, tail, size, capped=size >= lim.cap,
@@ -146,8 +165,8 @@ class DockerSandbox:
         chunks = [content[i:i + WRITE_CHUNK] for i in range(0, len(content), WRITE_CHUNK)] or [b""]
         out = b""
         for i, chunk in enumerate(chunks):
-            script = _WRITE.format(op=">" if i == 0 else ">>") + '; echo "rc=$?"'
-            out = self._exec(["sh", "-c", script, target, base64.b64encode(chunk).decode()])
+            out = self._run(_WRITE, 60, {"S2E_PATH": target, "S2E_DATA": base64.b64encode(chunk).decode(),
+                                         "S2E_OP": "new" if i == 0 else "append"})
             if not out.rstrip().endswith(b"rc=0"):
                 break
         ok = out.rstrip().endswith(b"rc=0")
@@ -155,70 +174,39 @@ class DockerSandbox:
         return CommandResult(0 if ok else 1, head=text.encode(), seconds=time.perf_counter() - start)
 
     def upload_dir(self, src: Path, dest: str) -> None:
-        assert self._trial is not None
-        self._trial.put_dir(src, dest.strip("/"))
+        self.sandbox.put_dir(src, dest.strip("/"))
 
     def workspace_digest(self, limit: int) -> str:
-        try:
-            changes = [(str(c["Path"]), int(c["Kind"])) for c in self._container().diff() or []]
-        except (docker.errors.APIError, requests.RequestException):
-            return "(workspace diff unavailable)"
-        kinds = {0: "changed", 1: "added", 2: "deleted"}
-        rows = [(p, kinds.get(k, "?")) for p, k in changes
-                if not any(p == n or p.startswith(n + "/") for n in _NOISE)]
-        paths = {p for p, _ in changes}
-        # A changed folder is listed because something inside it changed: keep only the leaves.
-        rows = [(p, k) for p, k in rows if not (k == "changed" and any(q.startswith(p.rstrip("/") + "/")
-                                                                       for q in paths))]
-        rows.sort(key=lambda r: (not r[0].startswith(self.workdir.rstrip("/") + "/"), r[0]))
-        listing = "\n".join(f"{kind}: {path}" for path, kind in rows[:200]) or "(no changes outside /tmp)"
-        files = [p for p, k in rows if k != "deleted"][:40]
+        """From the engine's view of the changes (the trial settles: the agent's processes are stopped first)."""
+        settled = self.sandbox.settle()
+        rows = sorted(leaves(without_runtime(list(settled.changes))),
+                      key=lambda c: (not is_under(c.path, self.workdir), c.path))
+        listing = "\n".join(f"{_KINDS[c.kind]}: {c.path}" for c in rows[:200]) or "(no changes outside /tmp)"
+        files = [c.path for c in rows if c.kind is not ChangeKind.DELETED][:DIGEST_FILES]
         heads = ""
-        if files:
-            try:
-                heads = self._exec(["sh", "-c", _DIGEST.format(n=DIGEST_FILE_HEAD), "digest", *files]).decode(
-                    "utf-8", "replace")
-            except SandboxGoneError:
-                heads = "(file heads unavailable)"
+        if files and self.sandbox.trial.alive():
+            res = self.sandbox.trial.sh(_DIGEST.format(n=DIGEST_FILE_HEAD), 30, args=tuple(files))
+            heads = res.output.decode("utf-8", "replace")
         text = f"{len(rows)} path(s) changed\n{listing}\n\nFile heads:\n{heads}"
         return text if len(text) <= limit else text[: limit - 40] + "\n[... digest truncated ...]"
 
     def kill(self) -> None:
-        with contextlib.suppress(docker.errors.APIError, requests.RequestException, SandboxGoneError):
-            self._container().kill()
+        """Every agent process is stopped (the trial's reaper); the container itself if even that fails."""
+        trial = self.sandbox.trial
+        res = trial.reap(timeout=10.0)
+        if res.died or res.timed_out or b"reaped" not in res.output:
+            trial.kill()
 
     def revive(self) -> None:
-        container = self._container()
-        try:
-            container.wait(timeout=30)  # the kill is asynchronous: starting a dying container would be a no-op
-            container.start()
-        except (docker.errors.APIError, requests.RequestException) as e:
-            raise SandboxGoneError(f"could not restart the container: {e}") from e
-        out = self._exec(["sh", "-c", "cat /proc/1/task/1/children; mkdir -p /logs/agent /logs/verifier"])
-        assert self._trial is not None
-        self._trial.keeper = (out.decode(errors="replace").split() or [""])[0]
+        """After kill() the files are still there: nothing to do, unless the container had to be killed."""
+        if not self.sandbox.trial.alive():
+            raise SandboxGoneError("the container had to be killed at the deadline")
 
     def verify(self) -> Verification:
-        trial = self._trial
-        assert trial is not None
-        cap = self.settings.timeout_cap_sec or float("inf")
-        timeout = min(self.config.verifier.timeout_sec, cap)
-        start = time.perf_counter()
         try:
-            trial.put_dir(self.task.tests_dir, CONTAINER_TESTS.strip("/"))
-            res = trial.run_verifier(timeout)
+            return _verification(self.sandbox.verify())
         except (docker.errors.APIError, requests.RequestException) as e:
-            if not self._running():
-                raise SandboxGoneError("container stopped before the verifier") from e
             raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"verifier exec failed: {e}") from e
-        seconds = time.perf_counter() - start
-        if res.timed_out:
-            return Verification(reason=ReasonCode.VERIFIER_TIMEOUT, evidence=f"test.sh ran past {timeout}s",
-                                seconds=seconds)
-        path, _, data = res.output.partition(b"\n")
-        reward = parse_reward(Path(path.decode(errors="replace")).name, data) if res.output else \
-            parse_reward(None, None)
-        return Verification(reward.metrics, reward.reason, reward.problem, seconds)
 
 
 class DockerSandboxFactory:

@@ -2,8 +2,8 @@
 
 Limits, in the order they bite: the per-command timeout (the call is killed, the agent is told), the number of
 turns, the episode's token budget and wall time (checked between turns; the episode ends, the verifier still
-runs), and the task's own `[agent] timeout_sec`, a hard kill of the whole sandbox by a watchdog, after which the
-sandbox is revived with its filesystem and the verifier runs as Harbor does. A model failure, a dead container
+runs), and the task's own `[agent] timeout_sec`, a hard kill by a watchdog of every process the agent started
+(the files stay), after which the verifier runs as Harbor does. A model failure, a dead container
 or an unusable reward file ends the episode unscored, with its reason; nothing here raises for those.
 """
 
@@ -19,10 +19,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from skill2env_dagster.gates.reward import all_full
-from skill2env_dagster.llm.pricing import sum_usage
 from skill2env_dagster.llm.prompts import render
 from skill2env_dagster.llm.tools import ChatMessage, ToolTurn
-from skill2env_dagster.models.plan import Usage
+from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.rollout import Rollout, StopReason
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
@@ -202,11 +201,11 @@ class Episode:
     def _finish(self, start: float) -> Rollout:
         s, p = self.state, self.policy
         stop, v = s.stop or StopReason.SETUP_FAILED, s.verification
-        scored = stop in SCORABLE and v is not None and v.reason is None
+        scored = stop in SCORABLE and v is not None and (v.reason is None or v.zero)
         reason, evidence = (v.reason, v.evidence) if stop in SCORABLE and v is not None else (s.reason, s.evidence)
         metrics = v.metrics if scored and v else {}
-        reward_v = round(sum(metrics.values()) / len(metrics), 6) if metrics else None
-        usage = sum_usage(t.usage for t in s.turns) if s.turns else Usage()
+        reward_v = round(sum(metrics.values()) / len(metrics), 6) if metrics else (0.0 if scored else None)
+        usage = total_usage(t.usage for t in s.turns) if s.turns else Usage()
         outcome = {"task": self.spec.task_name, "kind": p.kind.value, "solver": p.solver, "attempt": self.spec.attempt,
                    "stop": stop.value, "reason": reason.value if reason else None, "metrics": metrics,
                    "reward_v": reward_v}
@@ -219,7 +218,8 @@ class Episode:
                  reason.value if reason else None, reward_v)
         return Rollout(
             rollout_id=self.spec.rollout_id, task_name=self.spec.task_name, kind=p.kind, solver=p.solver, model=p.model,
-            attempt=self.spec.attempt, stop=stop, reason=None if scored else (reason or ReasonCode.INTERNAL_ERROR),
+            attempt=self.spec.attempt, stop=stop,
+            reason=reason if scored else (reason or ReasonCode.INTERNAL_ERROR),
             evidence=evidence[:1000], scored=scored, metrics=metrics, reward_v=reward_v,
             passed=scored and all_full(metrics), turns=len(s.turns), tool_calls=s.tool_calls, usage=usage,
             seconds=round(time.perf_counter() - start, 4), agent_seconds=round(s.agent_seconds, 4),

@@ -17,11 +17,10 @@ from typing import Literal
 
 from skill2env_dagster.gates.rubric import rubric_bullets
 from skill2env_dagster.llm.client import LLMClient
-from skill2env_dagster.llm.pricing import sum_usage
 from skill2env_dagster.llm.prompts import render_messages
 from skill2env_dagster.models.atif import AtifStep, AtifTrajectory
 from skill2env_dagster.models.judge import JudgeAnswer, JudgeScores, JudgeVerdict, Shortcut, TaskJudgement
-from skill2env_dagster.models.plan import Usage
+from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.rollout import RewardForm, Rollout, RolloutKind, SolverRollouts
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.reasons import LLMError, ReasonCode
@@ -180,7 +179,7 @@ class Judge:
         reward = self.form.combine(r.reward_v, score) if score is not None and r.reward_v is not None else None
         return JudgeVerdict(rollout_id=r.rollout_id, task_name=r.task_name, kind=r.kind, solver=r.solver,
                             status=status, reason=reason, problem=problem, score=score,
-                            answer=answer, attempts=attempts, usage=sum_usage(usages), reward_v=r.reward_v,
+                            answer=answer, attempts=attempts, usage=total_usage(usages), reward_v=r.reward_v,
                             passed=r.passed, reward=reward, reward_form=self.form)
 
 
@@ -223,7 +222,7 @@ def judge_skill(rollouts: SolverRollouts, folder: Path, judge: Judge, prompt_ver
         result.verdicts += verdicts
         result.shortcuts += holes
         result.tasks.append(summarise(task.task_name, verdicts, len(holes)))
-    result.usage = sum_usage(v.usage for v in result.verdicts)
+    result.usage = total_usage(v.usage for v in result.verdicts)
     log.info("judge skill=%s judged=%d failed=%d shortcuts=%d", rollouts.skill_id, len(result.verdicts),
              sum(v.status == "judge_failed" for v in result.verdicts), len(result.shortcuts))
     return result

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skill2env_dagster.llm.config import LLMConfig
-from skill2env_dagster.llm.pricing import sum_usage
 from skill2env_dagster.llm.tools import ToolChat
+from skill2env_dagster.models.plan import total_usage
 from skill2env_dagster.models.rollout import (
     Rollout,
     RolloutKind,
@@ -139,7 +139,7 @@ def roll_out_skill(skill_id: str, tasks: Sequence[TaskRef], settings: RolloutSet
         models={s.name: solver_endpoint(s, default).model for s in settings.solvers},
         tasks=[TaskRollouts(task_name=t.name, path=str(t.path), rollouts=by_task[t.name],
                             calibration=calibrate(by_task[t.name], settings.too_easy_above)) for t in tasks],
-        usage=sum_usage(r.usage for r in rollouts), seconds=round(time.perf_counter() - start, 4))
+        usage=total_usage(r.usage for r in rollouts), seconds=round(time.perf_counter() - start, 4))
     log.info("rollouts skill=%s tasks=%d rollouts=%d labels=%s", skill_id, len(tasks), len(rollouts),
              [t.calibration.label for t in result.tasks])
     return result

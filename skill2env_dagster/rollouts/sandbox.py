@@ -34,11 +34,14 @@ class CommandResult:
 
 @dataclass(frozen=True)
 class Verification:
-    """The verifier's metrics, or the reason there are none (then `metrics` is empty)."""
+    """The verifier's metrics, or the reason there are none (then `metrics` is empty). `zero` marks a reward of 0
+    by rule for what the agent did (a tampered toolchain, processes that could not be stopped): a genuine outcome,
+    scored, unlike a reward that is missing for reasons nobody can pin on the agent."""
 
     metrics: dict[str, float] = field(default_factory=dict)
     reason: ReasonCode | None = None
     evidence: str = ""
+    zero: bool = False
     seconds: float = 0.0
 
 

@@ -58,6 +58,6 @@ def test_persistent_faults_become_reason_codes_without_the_key(fault, reason):
 
 
 def test_no_endpoint_is_an_error():
-    with pytest.raises(LLMError, match="no base_url"):
+    with pytest.raises(LLMError, match="no model configured"):
         ToolChat(LLMConfig())
     assert [t["function"]["name"] for t in tool_specs(False)] == ["bash"]
