@@ -281,6 +281,9 @@ def difficulty_report(context: dg.AssetExecutionContext, artifacts: ArtifactStor
     return dg.MaterializeResult(data_version=dg.DataVersion(digest[:24]), metadata={
         "tasks": len(report.tasks), "labels": dg.MetadataValue.json(report.labels),
         "judge_scale": dg.MetadataValue.json(report.judge_scale.model_dump()),
+        "judge_agreement": dg.MetadataValue.json({"agreement": report.judge_scale.agreement,
+                                                   "compared": report.judge_scale.compared}),
+        "bins": dg.MetadataValue.json({f"{b.lo:.1f}-{b.hi:.1f}": b.by_label for b in report.bins if b.by_label}),
         "shortcuts": len(report.shortcuts),
         "histogram": dg.MetadataValue.md(f"![difficulty](data:image/png;base64,{png})"),
         "plot": dg.MetadataValue.path(str(plot)),

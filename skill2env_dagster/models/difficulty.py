@@ -39,6 +39,20 @@ class JudgeScale(BaseModel):
     solver_mean: float | None = None
     judged: int = Field(default=0, ge=0)
     judge_failed: int = Field(default=0, ge=0)
+    agreement: float | None = Field(default=None, description=(
+        "Share of judged solver rollouts where judge and verifier agree: passed with s > 0, or not passed with "
+        "s <= 0. Low agreement means the judge term pulls rewards away from the tests."))
+    compared: int = Field(default=0, ge=0, description="Judged solver rollouts behind `agreement`.")
+
+
+class DifficultyBin(BaseModel):
+    """One bar of the histogram: tasks whose mean r_V falls in [lo, hi) (the last bin includes 1.0), by label."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lo: float
+    hi: float
+    by_label: dict[str, int] = Field(default_factory=dict)
 
 
 class DifficultyReport(BaseModel):
@@ -51,4 +65,5 @@ class DifficultyReport(BaseModel):
     tasks: list[TaskDifficulty] = Field(default_factory=list)
     judge_scale: JudgeScale = Field(default_factory=JudgeScale)
     shortcuts: list[Shortcut] = Field(default_factory=list)
+    bins: list[DifficultyBin] = Field(default_factory=list, description="Mean r_V per task in ten bins over [0, 1].")
     plot: str = Field(default="", description="PNG histogram of mean r_V per task, coloured by label.")

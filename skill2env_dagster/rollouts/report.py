@@ -13,12 +13,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after use("Agg"): the backend must be chosen first
 
-from skill2env_dagster.models.difficulty import DifficultyReport, JudgeScale, TaskDifficulty
+from skill2env_dagster.models.difficulty import DifficultyBin, DifficultyReport, JudgeScale, TaskDifficulty
 from skill2env_dagster.models.judge import JudgeScores, JudgeVerdict, TaskJudgement
 from skill2env_dagster.models.rollout import RolloutKind, SolverRollouts
 from skill2env_dagster.store import atomic_write_bytes
 
 PLOT_FILE = "difficulty_histogram.png"
+BINS = 10  # over [0, 1]
 LABEL_COLOURS = {"too_easy": "#C44E52", "learnable": "#55A868", "unsolved": "#4C72B0", "uncalibrated": "#8C8C8C"}
 
 
@@ -30,10 +31,23 @@ def _scale(verdicts: list[JudgeVerdict]) -> JudgeScale:
     def scores(kind: RolloutKind) -> list[float]:
         return [float(v.score) for v in verdicts if v.kind is kind and v.score is not None]
 
+    compared = [v for v in verdicts if v.kind is RolloutKind.SOLVER and v.score is not None]
+    agreed = sum(v.passed == (v.score is not None and v.score > 0) for v in compared)
     return JudgeScale(oracle_mean=_mean(scores(RolloutKind.ORACLE)), noop_mean=_mean(scores(RolloutKind.NOOP)),
                       solver_mean=_mean(scores(RolloutKind.SOLVER)),
                       judged=sum(v.status == "judged" for v in verdicts),
-                      judge_failed=sum(v.status == "judge_failed" for v in verdicts))
+                      judge_failed=sum(v.status == "judge_failed" for v in verdicts),
+                      agreement=round(agreed / len(compared), 4) if compared else None, compared=len(compared))
+
+
+def histogram_bins(tasks: list[TaskDifficulty]) -> list[DifficultyBin]:
+    """Tasks per mean-r_V bin and label; a task with no scored rollout has no mean and is in no bin."""
+    bins = [DifficultyBin(lo=i / BINS, hi=(i + 1) / BINS) for i in range(BINS)]
+    for t in tasks:
+        if t.mean_reward_v is not None:
+            b = bins[min(int(t.mean_reward_v * BINS), BINS - 1)]
+            b.by_label[t.label] = b.by_label.get(t.label, 0) + 1
+    return bins
 
 
 def build_report(rollouts: Mapping[str, SolverRollouts], scores: Mapping[str, JudgeScores], too_easy_above: float,
@@ -55,19 +69,21 @@ def build_report(rollouts: Mapping[str, SolverRollouts], scores: Mapping[str, Ju
         too_easy_above=too_easy_above, reward_form=forms[0] if forms else None,
         labels=dict(Counter(r.label for r in rows)), tasks=rows,
         judge_scale=_scale([v for s in scores.values() for v in s.verdicts]),
-        shortcuts=[h for s in scores.values() for h in s.shortcuts])
+        shortcuts=[h for s in scores.values() for h in s.shortcuts], bins=histogram_bins(rows))
 
 
 def write_histogram(report: DifficultyReport, path: Path) -> Path:
-    """Stacked histogram of mean r_V per task (ten bins over [0, 1]) by label, the too_easy threshold marked."""
+    """The report's bins as stacked bars by label, the too_easy threshold marked."""
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    bins = [i / 10 for i in range(11)]
-    labels = [lab for lab in LABEL_COLOURS if any(t.label == lab for t in report.tasks)]
-    data = [[t.mean_reward_v or 0.0 for t in report.tasks if t.label == lab] for lab in labels]
-    if data:
-        ax.hist(data, bins=bins, stacked=True, label=[f"{lab} ({len(d)})" for lab, d in zip(labels, data,
-                                                                                             strict=True)],
-                color=[LABEL_COLOURS[lab] for lab in labels])
+    width = 1 / BINS
+    bottom = [0] * len(report.bins)
+    for lab, colour in LABEL_COLOURS.items():
+        heights = [b.by_label.get(lab, 0) for b in report.bins]
+        if any(heights):
+            ax.bar([b.lo for b in report.bins], heights, width=width, bottom=bottom, align="edge", color=colour,
+                   edgecolor="white", label=f"{lab} ({sum(heights)})")
+            bottom = [x + h for x, h in zip(bottom, heights, strict=True)]
+    if any(bottom):
         ax.legend(fontsize=8)
     ax.axvline(report.too_easy_above, color="black", linestyle="--", linewidth=1)
     ax.set_xlabel("mean verifier reward r_V of the solver rollouts")

@@ -97,7 +97,9 @@ def test_rollout_assets_materialise_and_the_constitution_stales_the_judged_parti
     report = store.load(DIFFICULTY, "corpus")
     assert report.labels == {"too_easy": 1} and Path(report.plot).is_file()
     event = instance.get_latest_materialization_event(dg.AssetKey(DIFFICULTY.name))
-    assert "data:image/png;base64," in event.asset_materialization.metadata["histogram"].value
+    meta = event.asset_materialization.metadata
+    assert "data:image/png;base64," in meta["histogram"].value
+    assert meta["bins"].value == {"0.8-0.9": {"too_easy": 1}} and meta["judge_agreement"].value["compared"] == 3
 
     prompts = tmp_path / "prompts"
     shutil.copytree(PACKAGE_ROOT / "prompts", prompts)
