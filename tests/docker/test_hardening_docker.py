@@ -6,7 +6,6 @@ asset's metadata and the rebuilt task.toml records the history."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import dagster as dg
@@ -28,6 +27,7 @@ from skill2env_dagster.tasks.generator import OfflineGenerator
 from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
 from tests.docker.conftest import RUN_ID
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.scripted_agent import replay
 from tests.unit.task_helpers import plans_and_axes, skill_from_dir
 
 pytestmark = [pytest.mark.docker, pytest.mark.dagster, pytest.mark.timeout(900)]
@@ -35,20 +35,6 @@ SETTINGS = """solvers: [{name: replay, model: replay, attempts: 2}]
 limits: {max_turns: 4, command_timeout_sec: 300}
 hardening_rounds: 2
 """
-
-
-def _replay(script: str):
-    """Writes the memorised solve.sh, runs it, stops — whatever the task now is."""
-    def respond(body):
-        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-        calls = [("write_file", {"path": "/tmp/memorised.sh", "content": script}),
-                 ("bash", {"command": "bash /tmp/memorised.sh"})]
-        if turn >= len(calls):
-            return {"content": "Done."}
-        name, args = calls[turn]
-        return {"content": "", "tool_calls": [{"id": f"call_{turn}", "type": "function",
-                                               "function": {"name": name, "arguments": json.dumps(args)}}]}
-    return respond
 
 
 def test_a_hardening_round_makes_the_task_harder(docker_client, examples_dir, tmp_path):
@@ -66,7 +52,7 @@ def test_a_hardening_round_makes_the_task_harder(docker_client, examples_dir, tm
     (tmp_path / "rollouts.yaml").write_text(SETTINGS)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(SKILLS_PARTITION, [key])
-    with FakeOpenAI(_replay(script)) as srv:
+    with FakeOpenAI(replay(script)) as srv:
         resources = {"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")), "docker": DockerResource(),
                      "llm": LLMResource(base_url=srv.base_url, model="replay", cache_dir="", max_retries=1),
                      "rollouts": RolloutsResource(settings_file=str(tmp_path / "rollouts.yaml"))}

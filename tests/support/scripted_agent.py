@@ -83,6 +83,20 @@ def _scenario(model: str, turn: int, on_turn: Callable[[str, int], None] | None)
     raise ValueError(f"no scenario for model {model!r}")
 
 
+def replay(script: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A policy that has memorised a task's reference solution: writes it, runs it, stops — whatever the task now
+    is (for hardening: the memorised solution of the original should stop sufficing once the task is harder)."""
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        calls = [("write_file", {"path": "/tmp/memorised.sh", "content": script}),
+                 ("bash", {"command": "bash /tmp/memorised.sh"})]
+        if turn >= len(calls):
+            return {"content": "Done."}
+        name, args = calls[turn]
+        return {"content": "", "tool_calls": [_raw(turn, name, json.dumps(args))]}
+    return respond
+
+
 def agent_reply(body: dict[str, Any], on_turn: Callable[[str, int], None] | None = None) -> dict[str, Any]:
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
     return _scenario(body["model"], turn, on_turn)
