@@ -6,6 +6,7 @@ test's tmp dir and to var/screenshots/ for humans.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import time
@@ -62,10 +63,8 @@ def _shot(page, tmp_path: Path, name: str) -> Path:
 def _dismiss_welcome(page) -> None:
     """First visit may show a 'Join the Dagster community' dialog; it covers the graph (on a loaded machine it can
     take several seconds to appear)."""
-    try:
+    with contextlib.suppress(Exception):  # playwright's TimeoutError: the dialog was not shown this time
         page.get_by_role("button", name="Skip").click(timeout=10_000)
-    except Exception:  # noqa: BLE001 - playwright's TimeoutError: the dialog was not shown this time
-        pass
 
 
 def _expand_groups(page) -> None:
