@@ -176,7 +176,7 @@ def test_report_and_key_hygiene(loop):
 
 def test_faults_are_recorded_statuses(docker_client, tmp_path):
     """429 then success; persistent 500; model timeouts; a container killed between turns; the task's agent
-    timeout — in one run, each a status, and the healthy rollouts beside them still scored."""
+    timeout; a tampered toolchain — in one run, each a status, and the healthy rollouts beside them still scored."""
     task = _task(tmp_path)
     seen: Counter[str] = Counter()
 
@@ -192,7 +192,8 @@ def test_faults_are_recorded_statuses(docker_client, tmp_path):
             for c in docker_client.containers.list(filters={"label": f"skill2env.gate={RUN_ID}"}):
                 c.kill()
 
-    settings = _settings([("flaky", 1), ("down", 1), ("slowpoke", 1), ("killer", 1), ("sleepy", 1)], concurrency=1)
+    settings = _settings([("flaky", 1), ("down", 1), ("slowpoke", 1), ("killer", 1), ("sleepy", 1), ("tamper", 1)],
+                         concurrency=1)
     with FakeOpenAI(responder(on_turn=on_turn), fault_for=fault_for) as srv:
         result = roll_out_skill("skill-f", [task], settings, _endpoint(srv, timeout=1.0), _factory(docker_client, 8),
                                 tmp_path / "rollouts", timeout_cap_sec=8)
@@ -206,9 +207,12 @@ def test_faults_are_recorded_statuses(docker_client, tmp_path):
     # The hard kill ended `sleep 600` at the task timeout (capped to 8 s); the verifier still ran.
     assert r["sleepy"].stop is StopReason.AGENT_TIMEOUT and r["sleepy"].scored and r["sleepy"].reward_v == 0.0
     assert r["sleepy"].agent_seconds < 60
+    # A changed toolchain is the agent's doing: reward 0 by rule, scored (it counts in the mean), reason kept.
+    assert (r["tamper"].scored, r["tamper"].reward_v, r["tamper"].passed) == (True, 0.0, False)
+    assert r["tamper"].reason is ReasonCode.TAMPER_DETECTED and "usercustomize.py" in r["tamper"].evidence
     assert r["oracle"].passed and r["noop"].reward_v == 0.0
     cal = result.tasks[0].calibration
-    assert (cal.scored, cal.unscored) == (2, 3) and cal.mean_reward_v == 0.5
+    assert (cal.scored, cal.unscored) == (3, 3) and cal.mean_reward_v == pytest.approx(1 / 3, abs=1e-6)
     for x in result.rollouts():  # every rollout, failed or not, left a valid trajectory
         AtifTrajectory.model_validate_json((tmp_path / "rollouts" / x.trajectory).read_text())
     assert {x.kind for x in result.rollouts()} == set(RolloutKind)

@@ -159,6 +159,15 @@ def test_failures_are_unscored_statuses_with_reasons(task, tmp_path):
                                                         "no reward file")
 
 
+def test_a_zero_by_rule_is_scored_with_its_reason(task, tmp_path):
+    """A tampered toolchain (or processes that could not be stopped) is the agent's doing: r_V 0, in the mean."""
+    tampered = MemorySandbox(Verification(reason=ReasonCode.TAMPER_DETECTED, evidence="usercustomize.py", zero=True))
+    r, traj = _run(task, Script([["echo 7 > /app/answer.txt"]]), tampered, tmp_path)
+    assert (r.stop, r.scored, r.reward_v, r.passed, r.metrics) == (StopReason.AGENT_DONE, True, 0.0, False, {})
+    assert (r.reason, r.evidence) == (ReasonCode.TAMPER_DETECTED, "usercustomize.py")
+    assert traj.extra["reward_v"] == 0.0
+
+
 def test_a_task_that_cannot_be_read_is_a_setup_failure(task, tmp_path):
     (task / "task.toml").write_text("[agent]\n")
     r, _ = _run(task, Script(), MemorySandbox(), tmp_path)
