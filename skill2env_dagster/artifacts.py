@@ -106,8 +106,8 @@ RAW_SKILL_MD = Folder("raw_skill_md")  # the external lineage root; observed by 
 STAGING = Folder(".staging")  # task folders being built (never a finished artifact)
 REJECTED = Folder("rejected")  # published folders of rejected task candidates
 
-ALL_SCOPED: tuple[Artifact[Any] | Folder, ...] = (CRAWL, SNAPSHOT, KNOWLEDGE, PLANS, AXES, TASKS, GATES, ROLLOUTS, JUDGE,
-                                                  HARDENING, PROBE, EXPORT, STATS, SFT, DIFFICULTY)
+ALL_SCOPED: tuple[Artifact[Any] | Folder, ...] = (CRAWL, SNAPSHOT, KNOWLEDGE, PLANS, AXES, TASKS, GATES, ROLLOUTS,
+                                                  JUDGE, HARDENING, PROBE, EXPORT, STATS, SFT, DIFFICULTY)
 
 # --- Dagster names that live outside the asset graph -----------------------------------------------------------
 SKILLS_PARTITION = "skills"
