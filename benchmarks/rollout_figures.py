@@ -117,7 +117,7 @@ def hardening_figures(root: Path, factory: DockerSandboxFactory, attempts: int, 
 
     store = ArtifactStore(root / "artifacts")
     skill = skill_from_dir(EXAMPLE)
-    plans, axes = plans_and_axes(skill, ["data_query"])
+    plans, axes = plans_and_axes(skill, ["run_audit"])
 
     def gate(path: Path) -> GateReport:
         return gate_task(path, GateSettings(run_id=RUN_ID))
