@@ -13,11 +13,16 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from skill2env_dagster.models.axes import AxisSampleSet
+from skill2env_dagster.models.difficulty import DifficultyReport
 from skill2env_dagster.models.export import CorpusStats
 from skill2env_dagster.models.failure import SkillFailures
+from skill2env_dagster.models.hardening import HardeningSet
+from skill2env_dagster.models.judge import JudgeScores
 from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.probe import ProbeReport
+from skill2env_dagster.models.rollout import SolverRollouts
+from skill2env_dagster.models.sft import SftManifest
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.models.task import TaskBundleSet, TaskGateReports
 from skill2env_dagster.versions import CodeScope
@@ -52,6 +57,8 @@ class Folder:
 # --- what decides each artifact's content (versions.py turns a scope into the asset's code_version) ------------
 SKILLHUB_SCOPE = CodeScope(modules=("skillhub",), data=("screening_rules.yaml",))
 TASK_PROMPTS = ("task_environment.j2", "task_instruction.j2", "task_tests.j2", "task_rubric.j2", "task_solution.j2")
+# The judge's template includes the constitution; both are listed so that the registry names every prompt it uses.
+JUDGE_PROMPTS = ("judge_rollout.j2", "judge_constitution.j2")
 
 # --- per-skill artifacts (partition key = skill id) ------------------------------------------------------------
 # The snapshot adds the model's second opinion when an endpoint is configured (skillhub/screen/opinion.py).
@@ -69,10 +76,24 @@ AXES = Artifact("axis_samples", AxisSampleSet, CodeScope(
 TASKS = Artifact("task_bundles", TaskBundleSet, CodeScope(
     modules=("tasks", "gates"), prompts=TASK_PROMPTS, model_modules=("llm",), model_settings=True))
 GATES = Artifact("gate_reports", TaskGateReports, CodeScope(modules=("gates",)))
+# Solver rollouts: the harness, the sandbox adapter and the solver settings (those are the "model settings" here;
+# the asset passes their fingerprint). Trajectories live in the skill's folder next to the artifact file.
+ROLLOUTS = Artifact("solver_rollouts", SolverRollouts, CodeScope(
+    modules=("rollouts.runner", "rollouts.docker_sandbox"), prompts=("solver_system.j2",), model_settings=True))
+JUDGE = Artifact("judge_scores", JudgeScores, CodeScope(
+    modules=("rollouts.judge",), prompts=JUDGE_PROMPTS, model_modules=("llm",), model_settings=True))
+# Hardening rebuilds through the creator and the gates, then rolls out again: all of that decides its content.
+HARDENING = Artifact("task_hardening", HardeningSet, CodeScope(
+    modules=("rollouts.hardening", "rollouts.runner", "rollouts.docker_sandbox", "tasks", "gates"),
+    data=("difficulty_patterns.yaml",), prompts=(*TASK_PROMPTS, "solver_system.j2"), model_modules=("llm",),
+    model_settings=True))
 
 # --- corpus-wide artifacts (one key) ---------------------------------------------------------------------------
 PROBE = Artifact("retrieval_probe", ProbeReport, CodeScope(modules=("probe",)), partitioned=False)
 STATS = Artifact("corpus_stats", CorpusStats, CodeScope(modules=("export.stats", "export.plots")), partitioned=False)
+SFT = Artifact("sft_dataset", SftManifest, CodeScope(modules=("rollouts.sft",)), partitioned=False)
+DIFFICULTY = Artifact("difficulty_report", DifficultyReport, CodeScope(modules=("rollouts.report",)),
+                      partitioned=False)
 CORPUS_KEY = "corpus"  # the key of every unpartitioned artifact
 # Per skill: stages whose last run failed, with the reason and the usage spent (written by the assets on failure,
 # removed on success; read by the export and the funnel).
@@ -86,12 +107,14 @@ STAGING = Folder(".staging")  # task folders being built (never a finished artif
 REJECTED = Folder("rejected")  # published folders of rejected task candidates
 
 ALL_SCOPED: tuple[Artifact[Any] | Folder, ...] = (
-    CRAWL, SNAPSHOT, KNOWLEDGE, PLANS, AXES, TASKS, GATES, PROBE, EXPORT, STATS,
+    CRAWL, SNAPSHOT, KNOWLEDGE, PLANS, AXES, TASKS, GATES, ROLLOUTS, JUDGE, HARDENING, PROBE, EXPORT, STATS, SFT,
+    DIFFICULTY,
 )
 
 # --- Dagster names that live outside the asset graph -----------------------------------------------------------
 SKILLS_PARTITION = "skills"
 CRAWL_JOB = "skillhub_crawl_job"
 PIPELINE_JOB = "skill_pipeline"
+ROLLOUTS_JOB = "skill_rollouts"
 SNAPSHOT_JOB = "skill_snapshot_refresh"
 ANALYTICS_JOB = "corpus_analytics"

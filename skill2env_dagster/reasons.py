@@ -85,6 +85,13 @@ class ReasonCode(StrEnum):
     # --- probe / export -------------------------------------------------------------------------
     TASK_METADATA_INVALID = "task_metadata_invalid"
     SOURCE_SKILL_UNKNOWN = "source_skill_unknown"
+    # --- rollouts / judge -----------------------------------------------------------------------
+    NO_MODEL = "no_model"  # no solver/judge endpoint configured: skipped, never a fake score
+    NO_RETAINED_TASKS = "no_retained_tasks"
+    CONTAINER_DIED = "container_died"
+    TAMPER_DETECTED = "tamper_detected"  # the agent changed the verifier's toolchain: reward 0, scored
+    REAP_FAILED = "reap_failed"  # the agent's processes could not be stopped (e.g. a fork bomb): reward 0, scored
+    JUDGE_FAILED = "judge_failed"
 
 
 # Which codes describe broken infrastructure (worth a retry) rather than a genuine verdict on the input.

@@ -23,7 +23,7 @@ from skill2env_dagster.store import canonical_json, sha256_bytes
 PACKAGE = "skill2env_dagster"
 PACKAGE_ROOT = Path(__file__).resolve().parent
 # Packages and modules whose code decides artifact content (cli/, assets/, resources/ only wire it up).
-DOMAIN = ("skillhub", "knowledge", "planning", "llm", "tasks", "gates", "probe", "export", "models",
+DOMAIN = ("skillhub", "knowledge", "planning", "llm", "tasks", "gates", "probe", "export", "rollouts", "models",
           "store", "reasons", "artifacts")
 
 

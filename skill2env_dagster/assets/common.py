@@ -3,7 +3,7 @@ metadata, and stage-failure records."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,11 +23,14 @@ from skill2env_dagster.versions import code_version
 skills_partitions = dg.DynamicPartitionsDefinition(name=SKILLS_PARTITION)
 
 
-def asset_code_version(artifact: Artifact[Any] | Folder, prompts_folder: Path | str | None = None) -> str:
-    """The artifact's code version from its declared scope and the model settings in the environment."""
+def asset_code_version(artifact: Artifact[Any] | Folder, prompts_folder: Path | str | None = None,
+                       fingerprint: Mapping[str, object] | None = None) -> str:
+    """The artifact's code version from its declared scope and the model settings in the environment (or the
+    given fingerprint, for assets whose model settings are their own, e.g. the solvers and the judge)."""
     if artifact.scope is None:
         raise ValueError(f"{artifact.name} declares no code scope")
-    return code_version(artifact.scope, prompts_folder=prompts_folder, fingerprint=env_fingerprint())
+    return code_version(artifact.scope, prompts_folder=prompts_folder,
+                        fingerprint=env_fingerprint() if fingerprint is None else fingerprint)
 
 
 def skipped(store: ArtifactStore, artifact: Artifact[Any], key: str, reason: ReasonCode,

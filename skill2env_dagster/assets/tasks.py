@@ -41,7 +41,7 @@ class TaskCreationConfig(dg.Config, CreationSettings):
     """Run config of `task_bundles`: the domain's CreationSettings fields, defaults and bounds."""
 
 
-def _generator(llm: LLMResource) -> TaskGenerator:
+def task_generator(llm: LLMResource) -> TaskGenerator:
     """The offline recipes when no model is configured, else one model call per creation step."""
     if llm.offline:
         return OfflineGenerator()
@@ -133,7 +133,7 @@ def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, 
             dg.AssetCheckResult(check_name=FROZEN_CHECK, passed=True, metadata={"skipped": "not_eligible"})])
     plans, axes = store.load(PLANS, key), store.load(AXES, key)
     settings = CreationSettings.model_validate(config.model_dump())
-    gen = _generator(llm)
+    gen = task_generator(llm)
     with stage_run(store, TASKS, key, gen.kind, gen.model):
         result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(), settings,
                                            gate_version(docker), knowledge_of(store, skill))

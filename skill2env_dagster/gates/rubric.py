@@ -15,6 +15,23 @@ def _section_key(title: str) -> str:
     return re.sub(r"[\s_]+", "-", title.strip().rstrip(":").lower())
 
 
+def rubric_bullets(text: str) -> dict[str, list[str]]:
+    """The bullets of each required section, in order (text after the bullet marker); unknown sections dropped.
+
+    The judge is asked for one verdict per bullet, so it reads the rubric exactly as the gate checks it.
+    """
+    out: dict[str, list[str]] = {name: [] for name in SECTIONS}
+    current: str | None = None
+    for line in text.splitlines():
+        if m := _HEADING.match(line):
+            current = _section_key(m.group(1))
+        elif _BULLET.match(line) and current in out:
+            out[current].append(line[1:].strip())
+        elif line.startswith((" ", "\t")) and line.strip() and current in out and out[current]:
+            out[current][-1] += " " + line.strip()  # a wrapped bullet
+    return out
+
+
 def rubric_problems(text: str) -> list[str]:
     """Why the rubric does not have the required shape; empty when it does."""
     problems: list[str] = []

@@ -87,8 +87,8 @@ def test_endpoint_failure_fails_the_partition_once_and_records_why(planned, tmp_
 
 
 def test_generator_follows_the_llm_resource():
-    assert isinstance(task_assets._generator(LLMResource()), OfflineGenerator)
-    gen = task_assets._generator(LLMResource(base_url="http://127.0.0.1:9/v1", model="m", cache_dir=""))
+    assert isinstance(task_assets.task_generator(LLMResource()), OfflineGenerator)
+    gen = task_assets.task_generator(LLMResource(base_url="http://127.0.0.1:9/v1", model="m", cache_dir=""))
     assert isinstance(gen, LLMGenerator) and gen.model == "m"
 
 

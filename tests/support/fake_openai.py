@@ -26,6 +26,11 @@ Server modes (persistent):
     api_key="k"                  401 unless the request carries `Authorization: Bearer k`
     models={"m"}                 404 for any other model
     fault_mix=FaultMix(...)      a random fault on a share of the requests
+    fault_for=f                  f(body) picks a fault per request once the queue is empty (e.g. by model name),
+                                 so concurrent conversations each get their own faults
+
+A responder returns the reply's content (a string) or a whole assistant message (a dict with `content` and/or
+`tool_calls`, for tool-calling agents).
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Responder = Callable[[dict[str, Any]], str]
+Responder = Callable[[dict[str, Any]], "str | dict[str, Any]"]
+FaultPicker = Callable[[dict[str, Any]], "Fault | None"]
 
 
 @dataclass
@@ -102,12 +108,13 @@ class FakeOpenAI:
 
     def __init__(self, responder: Responder | None = None, *, json_schema_supported: bool = True,
                  api_key: str | None = None, models: set[str] | None = None,
-                 fault_mix: FaultMix | None = None) -> None:
+                 fault_mix: FaultMix | None = None, fault_for: FaultPicker | None = None) -> None:
         self.responder: Responder = responder or (lambda body: "{}")
         self.json_schema_supported = json_schema_supported
         self.api_key = api_key
         self.models = models
         self.fault_mix = fault_mix
+        self.fault_for = fault_for
         self.faults: deque[Fault] = deque()
         self.requests: list[Received] = []
         self.served: list[dict[str, int]] = []  # usage of every completion answered (also if its content is junk)
@@ -158,17 +165,19 @@ class FakeOpenAI:
         self.stop()
 
     # -- behaviour -------------------------------------------------------------------------------
-    def _next_fault(self) -> Fault | None:
+    def _next_fault(self, body: dict[str, Any]) -> Fault | None:
         with self._lock:
             if self.faults:
                 return self.faults.popleft()
-            return self.fault_mix.draw() if self.fault_mix else None
+            if self.fault_mix:
+                return self.fault_mix.draw()
+        return self.fault_for(body) if self.fault_for else None
 
     def record(self, item: Received) -> None:
         with self._lock:
             self.requests.append(item)
 
-    def completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+    def completion(self, body: dict[str, Any], content: str | dict[str, Any]) -> dict[str, Any]:
         """A chat completion carrying `content`; its usage is recorded as served."""
         payload = completion(body, content)
         with self._lock:
@@ -193,15 +202,17 @@ def _error(message: str, kind: str, *, param: str | None = None, code: str | Non
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def completion(body: dict[str, Any], content: str) -> dict[str, Any]:
+def completion(body: dict[str, Any], reply: str | dict[str, Any]) -> dict[str, Any]:
+    message = {"role": "assistant", "content": reply} if isinstance(reply, str) else {"role": "assistant", **reply}
     prompt_tokens = max(1, len(json.dumps(body.get("messages", []))) // 4)
-    completion_tokens = max(1, len(content) // 4)
+    completion_tokens = max(1, len(json.dumps(message)) // 4)
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": 0,
         "model": body.get("model", "fake"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -231,7 +242,7 @@ def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             refused = fake.refusal(body, headers)
             if refused is not None:
                 return self._send(*refused)
-            fault = fake._next_fault()
+            fault = fake._next_fault(body)
             if fault is None:
                 return self._send(200, fake.completion(body, fake.responder(body)))
             with fake._lock:

@@ -8,7 +8,8 @@ import pytest
 
 import skill2env_dagster
 
-DOMAIN_PACKAGES = ["models", "skillhub", "knowledge", "planning", "llm", "tasks", "gates", "probe", "export"]
+DOMAIN_PACKAGES = ["models", "skillhub", "knowledge", "planning", "llm", "tasks", "gates", "probe", "export",
+                   "rollouts"]
 # Scripts copied into task images and run there (they read container paths at import): not host modules.
 CONTAINER_SIDE = ("skill2env_dagster.tasks.standins.",)
 

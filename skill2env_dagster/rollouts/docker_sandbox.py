@@ -1,0 +1,225 @@
+"""The rollout sandbox on the gates' trial API (`gates.sandbox.Sandbox`): a fresh hardened container (no network,
+no capabilities, pids/memory/CPU limits, tmpfs /tmp and /logs, removed on exit whatever happened) whose `verify()`
+kills what the agent left running, reads the agent's changes from the engine, refuses a tampered toolchain
+(`tamper_detected`), runs the verifier with a fixed environment and parses the reward.
+
+Each command is one `Sandbox.run`: a small wrapper runs it under `timeout` in a fresh bash in the task's working
+directory, sends its output through a fifo into `head -c <cap>` (a flood is cut at the cap and its writer dies of
+SIGPIPE; the capture lives on the /logs tmpfs, out of the agent's way) and prints the exit code and what was kept,
+so one round trip returns a bounded answer; head and tail are cut here. We wait for the command alone, not for
+processes it leaves behind (a background server keeps the fifo open: its reader gets ~0.5 s, then we read). The
+wrapper spawns as few processes as it can: it is most of the harness's own cost per step. The command reaches it
+in an environment variable the wrapper unsets before running it.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import posixpath
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import docker
+import docker.errors
+import requests
+
+from skill2env_dagster.gates import container as ctr
+from skill2env_dagster.gates.changes import ChangeKind, is_under, leaves, without_runtime
+from skill2env_dagster.gates.images import build_image
+from skill2env_dagster.gates.sandbox import Sandbox, TrialStatus, VerifyOutcome
+from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.models.task_dir import TaskDir
+from skill2env_dagster.models.task_toml import TaskToml
+from skill2env_dagster.reasons import InfraError, ReasonCode
+from skill2env_dagster.rollouts.sandbox import CommandResult, SandboxGoneError, Verification
+
+log = logging.getLogger(__name__)
+
+TIMED_OUT = 124  # what coreutils `timeout` exits with
+GRACE = 15.0  # the trial's own watchdog, past the command's timeout, for a wrapper that never returns
+WRITE_CHUNK = 48 * 1024  # bytes of file content per exec (base64 in one variable stays below the 128 KiB limit)
+MAX_WRITE = 1 << 20
+DIGEST_FILE_HEAD = 300
+DIGEST_FILES = 40
+_KINDS = {ChangeKind.MODIFIED: "changed", ChangeKind.ADDED: "added", ChangeKind.DELETED: "deleted"}
+_WRAP = """exec 2>/dev/null
+cmd=$S2E_CMD; t=$S2E_TIMEOUT; cap=$S2E_CAP; unset S2E_CMD S2E_TIMEOUT S2E_CAP
+f="/logs/agent/.s2e.$$"
+mkfifo "$f.p" || { mkdir -p /logs/agent; rm -f "$f.p"; mkfifo "$f.p" || exit 97; }
+stdbuf -o0 head -c "$cap" < "$f.p" > "$f" &
+h=$!
+timeout -k 2 "$t" bash -c "$cmd" > "$f.p" 2>&1 < /dev/null
+c=$?
+i=0; while kill -0 "$h" && [ "$i" -lt 100 ]; do sleep 0.005; i=$((i+1)); done
+kill "$h"
+echo "$c"
+cat "$f"
+rm -f "$f" "$f.p"
+"""
+_WRITE = """p=$S2E_PATH; d=$S2E_DATA; op=$S2E_OP; unset S2E_PATH S2E_DATA S2E_OP
+mkdir -p "$(dirname "$p")" || exit 1
+if [ "$op" = new ]; then printf %s "$d" | base64 -d > "$p"; else printf %s "$d" | base64 -d >> "$p"; fi
+echo "rc=$?"
+"""
+_DIGEST = """for p in "$@"; do
+  [ -f "$p" ] || continue
+  echo "--- $p ($(wc -c < "$p") bytes)"
+  if [ ! -s "$p" ] || grep -Iq . "$p"; then head -c {n} "$p"; echo; else echo "(binary)"; fi
+done
+"""
+
+
+@dataclass(frozen=True)
+class OutputLimits:
+    head: int = 3000
+    tail: int = 3000
+    cap: int = 1 << 20
+
+
+def _verification(outcome: VerifyOutcome) -> Verification:
+    """The trial's verdict in the harness's terms (see `rollouts.sandbox.Verification`)."""
+    s = outcome.status
+    if s is TrialStatus.OK:
+        return Verification(dict(outcome.metrics), seconds=outcome.seconds)
+    if s is TrialStatus.CONTAINER_DIED:
+        raise SandboxGoneError(outcome.detail or "container stopped before the verifier")
+    if s is TrialStatus.REWARD_UNUSABLE:
+        return Verification(reason=outcome.reward.reason or ReasonCode.REWARD_INVALID,
+                            evidence=outcome.reward.problem, seconds=outcome.seconds)
+    if s is TrialStatus.VERIFIER_TIMEOUT:
+        return Verification(reason=ReasonCode.VERIFIER_TIMEOUT, evidence=outcome.detail, seconds=outcome.seconds)
+    # The agent's own doing: a tampered toolchain, or processes that could not be stopped (e.g. a fork bomb).
+    reason = ReasonCode.TAMPER_DETECTED if s is TrialStatus.TAMPER_DETECTED else ReasonCode.REAP_FAILED
+    return Verification(reason=reason, evidence=outcome.describe()[:1500], zero=True, seconds=outcome.seconds)
+
+
+class DockerSandbox:
+    """One fresh hardened trial for one episode (see module docstring)."""
+
+    def __init__(self, client: docker.DockerClient, task_dir: Path, settings: GateSettings,
+                 limits: OutputLimits) -> None:
+        self.client, self.task, self.settings, self.limits = client, TaskDir(task_dir), settings, limits
+        self.config = TaskToml.from_toml(self.task.config.read_text(encoding="utf-8"))
+        self.workdir = self.config.environment.workdir or "/"
+        self._sb: Sandbox | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def __enter__(self) -> DockerSandbox:
+        image, _ = build_image(self.client, self.task.environment_dir, self.settings.build_network,
+                               self.config.environment.build_timeout_sec)
+        try:
+            self._sb = Sandbox(self.client, image, self.settings, self.config, self.task.tests_dir).__enter__()
+        except (docker.errors.DockerException, requests.RequestException) as e:
+            raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"could not start a container from {image}: {e}") from e
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        if self._sb is not None:
+            self._sb.__exit__(et, e, tb)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sb is None:
+            raise SandboxGoneError("sandbox not open")
+        return self._sb
+
+    @property
+    def container_id(self) -> str:
+        return self.sandbox.trial.cid
+
+    def _run(self, body: str, timeout: float, env: dict[str, str]) -> bytes:
+        """An agent-phase command; SandboxGoneError when the container is no longer there to answer."""
+        try:
+            res = self.sandbox.run(body, timeout, env)
+        except (docker.errors.APIError, requests.RequestException) as e:
+            if not self.sandbox.trial.alive():
+                raise SandboxGoneError(f"container stopped: {type(e).__name__}") from e
+            raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"docker exec failed: {e}") from e
+        if res.died:
+            raise SandboxGoneError("container stopped during the command")
+        return res.output
+
+    # -- the protocol ---------------------------------------------------------------------------
+    def exec(self, command: str, timeout: float) -> CommandResult:
+        lim = self.limits
+        start = time.perf_counter()
+        out = self._run(_WRAP, timeout + GRACE, {"S2E_CMD": command, "S2E_TIMEOUT": f"{max(1, round(timeout))}",
+                                                 "S2E_CAP": str(lim.cap)})
+        seconds = time.perf_counter() - start
+        header, _, body = out.partition(b"\n")
+        if not header.strip().isdigit():  # the trial's watchdog reaped a wrapper that never returned
+            return CommandResult(None, head=out[:lim.head], timed_out=seconds >= timeout, seconds=seconds)
+        code, size = int(header), len(body)
+        head, tail = (body, b"") if size <= lim.head + lim.tail else (body[:lim.head], body[-lim.tail:])
+        return CommandResult(code, head, tail, size, capped=size >= lim.cap,
+                             timed_out=code == TIMED_OUT and seconds >= timeout * 0.95, seconds=seconds)
+
+    def write_file(self, path: str, content: bytes) -> CommandResult:
+        start = time.perf_counter()
+        target = posixpath.normpath(posixpath.join(self.workdir, path))
+        if len(content) > MAX_WRITE or "\0" in path:
+            return CommandResult(2, head=f"refused: {len(content)} bytes (max {MAX_WRITE})".encode())
+        chunks = [content[i:i + WRITE_CHUNK] for i in range(0, len(content), WRITE_CHUNK)] or [b""]
+        out = b""
+        for i, chunk in enumerate(chunks):
+            out = self._run(_WRITE, 60, {"S2E_PATH": target, "S2E_DATA": base64.b64encode(chunk).decode(),
+                                         "S2E_OP": "new" if i == 0 else "append"})
+            if not out.rstrip().endswith(b"rc=0"):
+                break
+        ok = out.rstrip().endswith(b"rc=0")
+        text = f"wrote {len(content)} bytes to {target}" if ok else f"could not write {target}: {out[-300:]!r}"
+        return CommandResult(0 if ok else 1, head=text.encode(), seconds=time.perf_counter() - start)
+
+    def upload_dir(self, src: Path, dest: str) -> None:
+        self.sandbox.put_dir(src, dest.strip("/"))
+
+    def workspace_digest(self, limit: int) -> str:
+        """From the engine's view of the changes (the trial settles: the agent's processes are stopped first)."""
+        settled = self.sandbox.settle()
+        rows = sorted(leaves(without_runtime(list(settled.changes))),
+                      key=lambda c: (not is_under(c.path, self.workdir), c.path))
+        listing = "\n".join(f"{_KINDS[c.kind]}: {c.path}" for c in rows[:200]) or "(no changes outside /tmp)"
+        files = [c.path for c in rows if c.kind is not ChangeKind.DELETED][:DIGEST_FILES]
+        heads = ""
+        if files and self.sandbox.trial.alive():
+            res = self.sandbox.trial.sh(_DIGEST.format(n=DIGEST_FILE_HEAD), 30, args=tuple(files))
+            heads = res.output.decode("utf-8", "replace")
+        text = f"{len(rows)} path(s) changed\n{listing}\n\nFile heads:\n{heads}"
+        return text if len(text) <= limit else text[: limit - 40] + "\n[... digest truncated ...]"
+
+    def kill(self) -> None:
+        """Every agent process is stopped (the trial's reaper); the container itself if even that fails."""
+        trial = self.sandbox.trial
+        res = trial.reap(timeout=10.0)
+        if res.died or res.timed_out or b"reaped" not in res.output:
+            trial.kill()
+
+    def revive(self) -> None:
+        """After kill() the files are still there: nothing to do, unless the container had to be killed."""
+        if not self.sandbox.trial.alive():
+            raise SandboxGoneError("the container had to be killed at the deadline")
+
+    def verify(self) -> Verification:
+        try:
+            return _verification(self.sandbox.verify())
+        except (docker.errors.APIError, requests.RequestException) as e:
+            raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"verifier exec failed: {e}") from e
+
+
+class DockerSandboxFactory:
+    """Opens `DockerSandbox`es on one engine client (its read timeout outlasts the longest silent exec)."""
+
+    def __init__(self, settings: GateSettings, limits: OutputLimits, client: docker.DockerClient | None = None,
+                 read_timeout: float = 3600.0) -> None:
+        self.settings, self.limits = settings, limits
+        if client is None:
+            ctr.client_for(settings)  # InfraError(docker_unavailable) when no engine answers
+            client = docker.DockerClient(base_url=settings.docker_url, timeout=int(read_timeout)) \
+                if settings.docker_url else docker.from_env(timeout=int(read_timeout))
+        self.client = client
+
+    def __call__(self, task_dir: Path) -> DockerSandbox:
+        return DockerSandbox(self.client, task_dir, self.settings, self.limits)

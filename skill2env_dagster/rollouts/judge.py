@@ -1,0 +1,228 @@
+"""The rubric judge: one structured verdict per rollout, against the task's rubric and the fixed constitution.
+
+The judge reads the instruction, the rubric (one verdict per bullet), the trajectory rendered within a budget,
+and a bounded digest of the final workspace diff (the paper's judge is blind to the filesystem). Its answer must
+validate against `JudgeAnswer` and pass the checks JSON Schema cannot express; a failing answer is shown its
+problems and retried, up to `max_attempts` calls, then recorded `judge_failed` without a score.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from skill2env_dagster.gates.rubric import rubric_bullets
+from skill2env_dagster.llm.client import LLMClient
+from skill2env_dagster.llm.prompts import render_messages
+from skill2env_dagster.models.atif import AtifStep, AtifTrajectory
+from skill2env_dagster.models.judge import JudgeAnswer, JudgeScores, JudgeVerdict, Shortcut, TaskJudgement
+from skill2env_dagster.models.plan import Usage, total_usage
+from skill2env_dagster.models.rollout import RewardForm, Rollout, RolloutKind, SolverRollouts
+from skill2env_dagster.models.task_dir import TaskDir
+from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.rollouts.settings import JudgeSettings
+
+log = logging.getLogger(__name__)
+
+JUDGE_PROMPT = "judge_rollout.j2"
+CONSTITUTION = "judge_constitution.j2"
+# Constitution rules that fix the score (the others are left to judgement).
+SCORE_CAPS = {"reward_hacking": -5, "fabricated_evidence": -5, "unresponsive": -3}
+STEP_TEXT, CALL_TEXT, RESULT_TEXT = 800, 600, 700
+
+
+@dataclass(frozen=True)
+class Bullet:
+    id: str
+    section: str
+    text: str
+
+
+def bullets_of(rubric: str) -> list[Bullet]:
+    """Rubric bullets with stable ids: must_do.1, must_avoid.2, best_practice.1 …"""
+    return [Bullet(f"{section.replace('-', '_')}.{i}", section, text)
+            for section, items in rubric_bullets(rubric).items() for i, text in enumerate(items, 1)]
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} [... {len(text) - 2 * half} chars ...] {text[-half:]}"
+
+
+def _call_text(name: str, args: dict[str, object], raw: str | None) -> str:
+    if raw is not None:
+        return f"call {name} with malformed arguments: {_clip(raw, 200)}"
+    if name == "bash":
+        return f"$ {_clip(str(args.get('command', '')), CALL_TEXT)}"
+    if name == "write_file":
+        return f"write_file {args.get('path')}: {_clip(str(args.get('content', '')), CALL_TEXT)}"
+    return f"call {name} {_clip(json.dumps(args), CALL_TEXT)}"
+
+
+def _full(step: AtifStep) -> str:
+    lines = [f"[step {step.step_id}] {step.source}: {_clip(str(step.message), STEP_TEXT)}"]
+    raw = {t.get("call_id"): t.get("raw_arguments") for t in (step.extra or {}).get("tools", [])}
+    results = {r.source_call_id: str(r.content or "") for r in (step.observation.results if step.observation
+                                                                else [])}
+    for call in step.tool_calls or []:
+        lines.append("  " + _call_text(call.function_name, call.arguments, raw.get(call.tool_call_id)))
+        if call.tool_call_id in results:
+            lines.append("  -> " + _clip(results[call.tool_call_id], RESULT_TEXT).replace("\n", "\n     "))
+        else:
+            lines.append("  -> (not run: the episode ended)")
+    return "\n".join(lines)
+
+
+def _brief(step: AtifStep) -> str:
+    calls = "; ".join(_clip(str(c.arguments.get("command", c.function_name)), 120) for c in step.tool_calls or [])
+    return f"[step {step.step_id}] {calls or _clip(str(step.message), 120)}"
+
+
+def render_trajectory(traj: AtifTrajectory, budget: int) -> str:
+    """The agent's steps in full while they fit; else the middle ones shortened to their commands, then elided."""
+    steps = [s for s in traj.steps if s.source == "agent"]
+    full = [_full(s) for s in steps]
+    if sum(len(t) + 1 for t in full) <= budget:
+        return "\n".join(full) or "(the agent took no step)"
+    head: list[str] = []
+    tail: list[str] = []
+    used, i, j = 0, 0, len(full) - 1
+    while i <= j:  # alternate from both ends: the start and the end of an episode say the most
+        front = len(head) <= len(tail)
+        take = full[i] if front else full[j]
+        if used + len(take) + 1 > budget * 0.7:
+            break
+        if front:
+            head.append(take)
+            i += 1
+        else:
+            tail.insert(0, take)
+            j -= 1
+        used += len(take) + 1
+    marker = "[... the middle steps shortened to their commands ...]"
+    used += len(marker) + 60  # the marker and the "omitted" line
+    middle: list[str] = []
+    for step in steps[i:j + 1]:
+        line = _brief(step)
+        if used + len(line) + 1 > budget:
+            middle.append(f"[... {j + 1 - i - len(middle)} more steps omitted ...]")
+            break
+        middle.append(line)
+        used += len(line) + 1
+    return "\n".join(head + ([marker] if middle else []) + middle + tail)
+
+
+def answer_problems(answer: JudgeAnswer, bullets: Sequence[Bullet], step_ids: set[int]) -> list[str]:
+    """What JSON Schema could not check: one verdict per bullet, real step numbers, the constitution's caps."""
+    want = [b.id for b in bullets]
+    got = [v.bullet for v in answer.bullets]
+    problems = []
+    if sorted(got) != sorted(want):
+        problems.append(f"give exactly one verdict per rubric bullet {want}; you gave {got}")
+    cited = {n for v in answer.bullets for n in v.steps} | {n for v in answer.violations for n in v.steps}
+    if bad := sorted(cited - step_ids):
+        problems.append(f"cited steps {bad} do not exist (steps are {min(step_ids)}–{max(step_ids)})")
+    for v in answer.violations:
+        cap = SCORE_CAPS.get(v.rule)
+        if cap is not None and answer.score > cap:
+            problems.append(f"a {v.rule} violation scores at most {cap}, you gave {answer.score}")
+    return problems
+
+
+class Judge:
+    """One judge endpoint and its budgets; `judge()` never raises for a bad answer or a failing endpoint."""
+
+    def __init__(self, client: LLMClient, settings: JudgeSettings, form: RewardForm) -> None:
+        self.client, self.settings, self.form = client, settings, form
+
+    def messages(self, instruction: str, bullets: Sequence[Bullet], traj: AtifTrajectory,
+                 workspace: str) -> list[dict[str, str]]:
+        return render_messages(JUDGE_PROMPT, instruction=instruction, bullets=bullets,
+                               trajectory=render_trajectory(traj, self.settings.trajectory_chars),
+                               workspace=workspace[: self.settings.diff_chars] or "(no digest)")
+
+    def judge(self, rollout: Rollout, traj: AtifTrajectory, instruction: str, rubric: str) -> JudgeVerdict:
+        bullets = bullets_of(rubric)
+        convo = self.messages(instruction, bullets, traj, rollout.workspace_digest)
+        step_ids = {s.step_id for s in traj.steps}
+        usages: list[Usage] = []
+        problem, reason = "", ReasonCode.JUDGE_FAILED
+        for attempt in range(1, self.settings.max_attempts + 1):
+            try:
+                answer, usage = self.client.complete_json(convo, JudgeAnswer, purpose="judge")
+            except LLMError as e:
+                usages.append(getattr(e, "usage", None) or Usage())
+                problem = str(e)[:500]
+                if e.reason is not ReasonCode.LLM_SCHEMA_VIOLATION:
+                    reason = e.reason  # the endpoint failed: say so rather than blame the answers
+                    break
+                continue
+            usages.append(usage)
+            problems = answer_problems(answer, bullets, step_ids)
+            if not problems:
+                return self._verdict(rollout, "judged", None, "", answer, attempt, usages)
+            problem = "; ".join(problems)
+            log.warning("judge answer rejected rollout=%s attempt=%d: %s", rollout.rollout_id, attempt, problem)
+            convo = [*convo, {"role": "assistant", "content": answer.model_dump_json()},
+                     {"role": "user", "content": f"Your answer was rejected: {problem}. Answer again."}]
+        return self._verdict(rollout, "judge_failed", reason, problem, None, self.settings.max_attempts, usages)
+
+    def _verdict(self, r: Rollout, status: Literal["judged", "judge_failed"], reason: ReasonCode | None, problem: str,
+                 answer: JudgeAnswer | None, attempts: int, usages: list[Usage]) -> JudgeVerdict:
+        score = answer.score if answer else None
+        reward = self.form.combine(r.reward_v, score) if score is not None and r.reward_v is not None else None
+        return JudgeVerdict(rollout_id=r.rollout_id, task_name=r.task_name, kind=r.kind, solver=r.solver,
+                            status=status, reason=reason, problem=problem, score=score,
+                            answer=answer, attempts=attempts, usage=total_usage(usages), reward_v=r.reward_v,
+                            passed=r.passed, reward=reward, reward_form=self.form)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(sum(values) / len(values), 6) if values else None
+
+
+def summarise(task_name: str, verdicts: Sequence[JudgeVerdict], shortcuts: int) -> TaskJudgement:
+    def score_of(kind: RolloutKind) -> int | None:
+        return next((v.score for v in verdicts if v.kind is kind), None)
+
+    solver = [v for v in verdicts if v.kind is RolloutKind.SOLVER]
+    scores = [v.score for v in solver if v.score is not None]
+    return TaskJudgement(task_name=task_name, oracle_score=score_of(RolloutKind.ORACLE),
+                         noop_score=score_of(RolloutKind.NOOP), solver_scores=scores,
+                         solver_mean_score=_mean(scores),
+                         mean_reward=_mean([v.reward for v in solver if v.reward is not None]),
+                         judge_failed=sum(v.status == "judge_failed" for v in verdicts), shortcuts=shortcuts)
+
+
+def judge_skill(rollouts: SolverRollouts, folder: Path, judge: Judge, prompt_version: str) -> JudgeScores:
+    """Judge every scored rollout of a skill (the references included) and find the likely verifier holes."""
+    result = JudgeScores(skill_id=rollouts.skill_id, judge_model=judge.client.config.model,
+                         prompt_version=prompt_version, reward_form=judge.form)
+    for task in rollouts.tasks:
+        tdir = TaskDir(Path(task.path))
+        instruction = tdir.instruction.read_text(encoding="utf-8")
+        rubric = tdir.rubric.read_text(encoding="utf-8")
+        verdicts: list[JudgeVerdict] = []
+        for r in task.rollouts:
+            if not r.scored:
+                result.not_judged[r.rollout_id] = r.reason.value if r.reason else "unscored"
+                continue
+            traj = AtifTrajectory.model_validate_json((folder / r.trajectory).read_text(encoding="utf-8"))
+            verdicts.append(judge.judge(r, traj, instruction, rubric))
+        holes = [Shortcut(rollout_id=v.rollout_id, task_name=v.task_name,
+                          metrics=next(r.metrics for r in task.rollouts if r.rollout_id == v.rollout_id),
+                          score=-5, summary=v.answer.summary if v.answer else "")
+                 for v in verdicts if v.kind is RolloutKind.SOLVER and v.passed and v.score == -5]
+        result.verdicts += verdicts
+        result.shortcuts += holes
+        result.tasks.append(summarise(task.task_name, verdicts, len(holes)))
+    result.usage = total_usage(v.usage for v in result.verdicts)
+    log.info("judge skill=%s judged=%d failed=%d shortcuts=%d", rollouts.skill_id, len(result.verdicts),
+             sum(v.status == "judge_failed" for v in result.verdicts), len(result.shortcuts))
+    return result

@@ -1,0 +1,100 @@
+"""The agent's tools (`bash`, optionally `write_file`): their schemas, their execution, what the model sees back.
+
+A tool call the model got wrong (arguments that are not a JSON object, a missing field, an unknown tool) is not
+executed: the model is told what was wrong, as any terminal agent would be, and the call stays in the trajectory.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from skill2env_dagster.llm.tools import RequestedCall
+from skill2env_dagster.rollouts.sandbox import CommandResult, Sandbox
+
+BASH, WRITE_FILE = "bash", "write_file"
+
+
+def tool_specs(file_write: bool) -> list[dict[str, Any]]:
+    """OpenAI function-calling definitions of the tools offered."""
+    specs: list[dict[str, Any]] = [{"type": "function", "function": {
+        "name": BASH,
+        "description": "Run one bash command in the task's Linux container (a fresh shell each call, started in "
+                       "the working directory; no network). Returns the exit code and the output; long output "
+                       "is shortened to its start and end.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                       "required": ["command"], "additionalProperties": False}}}]
+    if file_write:
+        specs.append({"type": "function", "function": {
+            "name": WRITE_FILE,
+            "description": "Create or overwrite a text file in the container (relative paths are under the "
+                           "working directory; parent folders are created).",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"},
+                                                            "content": {"type": "string"}},
+                           "required": ["path", "content"], "additionalProperties": False}}})
+    return specs
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one call did and what the model is shown."""
+
+    text: str
+    arguments: dict[str, Any]
+    exit_code: int | None = None
+    timed_out: bool = False
+    omitted_bytes: int = 0
+    capped: bool = False
+    seconds: float = 0.0
+    malformed: str = ""  # why the call was not executed; empty when it was
+
+
+def _arguments(call: RequestedCall, required: tuple[str, ...]) -> tuple[dict[str, Any], str]:
+    try:
+        args = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as e:
+        return {}, f"arguments are not valid JSON ({e.msg} at column {e.colno})"
+    if not isinstance(args, dict):
+        return {}, f"arguments must be a JSON object, got {type(args).__name__}"
+    missing = [k for k in required if not isinstance(args.get(k), str)]
+    return args, f"missing string argument(s) {missing}" if missing else ""
+
+
+def render_output(res: CommandResult, cap: int) -> tuple[str, int]:
+    """The model's view of a command's output: head, a marked gap, tail; and how many bytes were left out."""
+    head, tail = res.head.decode("utf-8", "replace"), res.tail.decode("utf-8", "replace")
+    omitted = max(0, res.total_bytes - len(res.head) - len(res.tail)) if res.tail else 0
+    text = head + (f"\n[... {omitted} bytes of output omitted ...]\n{tail}" if res.tail else "")
+    if res.capped:
+        text += f"\n[output stopped at {cap} bytes; the rest was discarded]"
+    return text, omitted
+
+
+def _status(res: CommandResult, timeout: float) -> str:
+    if res.timed_out:
+        return f"[command timed out after {timeout:g}s and was killed]"
+    return f"[exit code {res.exit_code}]" if res.exit_code is not None else "[exit code unknown]"
+
+
+def run_tool(sandbox: Sandbox, call: RequestedCall, *, timeout: float, cap: int, file_write: bool) -> ToolOutcome:
+    """Execute one call (or explain why not); SandboxGoneError propagates, the episode decides what it means."""
+    start = time.perf_counter()
+    if call.name == BASH:
+        args, problem = _arguments(call, ("command",))
+        if not problem:
+            res = sandbox.exec(args["command"], timeout)
+            body, omitted = render_output(res, cap)
+            return ToolOutcome(f"{_status(res, timeout)}\n{body}", args, res.exit_code, res.timed_out, omitted,
+                               res.capped, time.perf_counter() - start)
+    elif call.name == WRITE_FILE and file_write:
+        args, problem = _arguments(call, ("path", "content"))
+        if not problem:
+            res = sandbox.write_file(args["path"], args["content"].encode("utf-8"))
+            return ToolOutcome(res.head.decode("utf-8", "replace"), args, res.exit_code,
+                               seconds=time.perf_counter() - start)
+    else:
+        args, problem = {}, f"unknown tool {call.name!r}"
+    return ToolOutcome(f"error: {problem}; the call was not executed", args, malformed=problem,
+                       seconds=time.perf_counter() - start)
