@@ -15,7 +15,7 @@ from skill2env_dagster.cli.runner.console import new_log_file, quiet_console
 from skill2env_dagster.cli.runner.home import RunHome, RunnerError
 from skill2env_dagster.cli.runner.options import RunOptions
 from skill2env_dagster.cli.runner.progress import ProgressView
-from skill2env_dagster.export.funnel import Funnel
+from skill2env_dagster.export.funnel import Funnel, RolloutSummary
 from skill2env_dagster.reasons import Skill2EnvError
 from skill2env_dagster.tasks.pipeline import CreationSettings
 
@@ -29,6 +29,9 @@ def add_run_options(p: argparse.ArgumentParser, out_default: Path, max_variants_
                    help=f"task candidates per skill (default {max_variants_default})")
     p.add_argument("--skip-docker-up", action="store_true", help="do not run scripts/docker-up.sh first")
     p.add_argument("--json", action="store_true", help="print the funnel as JSON (for scripts)")
+    p.add_argument("--rollouts", action="store_true",
+                   help="also run solver rollouts, the rubric judge and hardening on every skill with retained "
+                        "tasks (the skill_rollouts job: k model episodes per task; needs S2E_LLM_*)")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                    help="the full log on the terminal instead of the progress bar")
 
@@ -46,7 +49,7 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     return RunOptions(out=args.out, items=list(getattr(args, "sources", []) or []),
                       sources_files=list(getattr(args, "sources_files", []) or []), workers=max(1, args.workers),
                       only=args.only, settings=CreationSettings(max_variants=args.max_variants),
-                      skip_docker_up=args.skip_docker_up)
+                      skip_docker_up=args.skip_docker_up, rollouts=args.rollouts)
 
 
 def execute(options: RunOptions, args: argparse.Namespace) -> tuple[int, Funnel | None]:
@@ -71,6 +74,15 @@ def execute(options: RunOptions, args: argparse.Namespace) -> tuple[int, Funnel 
         print(f"\nbrowse the runs: {RunHome(options.out.resolve()).browse_command()}", file=sys.stderr)
     failed = funnel.failed_partitions or funnel.work.analytics == "failed"
     return (1 if failed else 0), funnel
+
+
+def _rollouts_line(r: RolloutSummary) -> str:
+    if r.status == "skipped":
+        return f"rollouts: skipped ({r.reason})"
+    labels = ", ".join(f"{k} {v}" for k, v in r.labels.items()) or "none"
+    return (f"rollouts: {r.rollouts} episodes on {r.tasks} tasks ({r.ran} skills ran, {r.up_to_date} up to date, "
+            f"{r.failed} failed) · difficulty {labels} · judged {r.judged}, judge failed {r.judge_failed} · "
+            f"SFT rows {r.sft_rows}")
 
 
 def render(f: Funnel) -> str:
@@ -104,6 +116,7 @@ def render(f: Funnel) -> str:
         if isinstance(main, dict):
             lines.append(f"retrieval probe: top-1 {main['top1']:.0%}, top-10 {main['top10']:.0%} over "
                          f"{probe['n_skills']} skills (chance {float(str(probe['chance'])):.1%})")
+    lines.append(_rollouts_line(f.rollouts))
     lines.append(f"tasks: {len(f.exported)} in {f.tasks_dir}")
     lines.append(f"log: {f.log_file}")
     return "\n".join(lines)

@@ -13,12 +13,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skill2env_dagster.artifacts import CORPUS_KEY, GATES, PLANS, STATS, TASKS
+from skill2env_dagster.artifacts import CORPUS_KEY, GATES, JUDGE, PLANS, ROLLOUTS, SFT, STATS, TASKS
 from skill2env_dagster.export.inputs import load_inputs
 from skill2env_dagster.export.stats import corpus_stats
 from skill2env_dagster.export.tables import build_tables
 from skill2env_dagster.models.gate import GateVerdict
-from skill2env_dagster.models.plan import Usage
+from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.skill import SkillRecord, SkillStatus
 from skill2env_dagster.store import ArtifactStore
 
@@ -68,6 +68,26 @@ class WorkDone(BaseModel):
     seconds_by_stage: dict[str, float] = Field(default_factory=dict, description="Asset -> seconds summed over runs.")
 
 
+class RolloutSummary(BaseModel):
+    """Solver rollouts, judge and SFT rows of the skills in scope — or why there are none (an honest status, never a
+    made-up score): `no_model` without a solver endpoint, `not_requested` without `--rollouts`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["skipped", "ran", "up_to_date", "failed"] = "skipped"
+    reason: Literal["no_model", "not_requested", ""] = "not_requested"
+    ran: int = Field(default=0, description="Skills whose skill_rollouts run this run launched.")
+    up_to_date: int = 0
+    failed: int = 0
+    tasks: int = 0
+    rollouts: int = 0
+    labels: dict[str, int] = Field(default_factory=dict, description="Difficulty label -> tasks.")
+    judged: int = 0
+    judge_failed: int = 0
+    sft_rows: int = 0
+    llm_usage: dict[str, object] = Field(default_factory=dict, description="Solver and judge calls, tokens, cost.")
+
+
 class Funnel(BaseModel):
     """Crawled → screened out by reason → duplicates → planned → created → retained / rejected by reason."""
 
@@ -94,6 +114,7 @@ class Funnel(BaseModel):
         default_factory=dict, description="Stage -> reason -> skills whose last run of that stage failed.")
     failure_examples: dict[str, str] = Field(default_factory=dict, description="Reason -> one failure message.")
     retrieval_probe: dict[str, object] = Field(default_factory=dict)
+    rollouts: RolloutSummary = Field(default_factory=RolloutSummary)
     work: WorkDone = Field(default_factory=WorkDone)
     exported: list[str] = Field(default_factory=list, description="Task folders copied to tasks_dir.")
     tasks_dir: str = ""
@@ -158,3 +179,21 @@ def retained_paths(store: ArtifactStore, skill_ids: Iterable[str]) -> list[str]:
         paths += [b.path for b in store.load(TASKS, key).retained()
                   if (r := reports.get(b.task_name)) is not None and r.verdict is GateVerdict.RETAINED]
     return sorted(paths)
+
+
+def add_rollouts(summary: RolloutSummary, store: ArtifactStore, skill_ids: Iterable[str]) -> RolloutSummary:
+    """Fill the counts from the `solver_rollouts` / `judge_scores` artifacts of the skills and the SFT manifest."""
+    keys = list(skill_ids)
+    rollouts = [store.load(ROLLOUTS, k) for k in keys if store.exists(ROLLOUTS, k)]
+    judges = [store.load(JUDGE, k) for k in keys if store.exists(JUDGE, k)]
+    tasks = [t for r in rollouts for t in r.tasks]
+    verdicts = [v for j in judges for v in j.verdicts]
+    return summary.model_copy(update={
+        "tasks": len(tasks),
+        "rollouts": sum(len(t.rollouts) for t in tasks),
+        "labels": dict(Counter(t.calibration.label for t in tasks).most_common()),
+        "judged": sum(v.status == "judged" for v in verdicts),
+        "judge_failed": sum(v.status == "judge_failed" for v in verdicts),
+        "sft_rows": store.load(SFT, CORPUS_KEY).rows if store.exists(SFT, CORPUS_KEY) else 0,
+        "llm_usage": total_usage([*(r.usage for r in rollouts), *(j.usage for j in judges)]).report(),
+    })

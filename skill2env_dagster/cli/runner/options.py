@@ -19,3 +19,4 @@ class RunOptions:
     only: list[str] | None = None
     settings: CreationSettings = field(default_factory=CreationSettings)
     skip_docker_up: bool = False
+    rollouts: bool = False  # also run skill_rollouts (k model episodes per retained task, judge, hardening)

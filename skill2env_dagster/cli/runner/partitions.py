@@ -102,7 +102,7 @@ class PartitionRunner:
             out.runs += 1
             _account(out, result)
             if not result.success:
-                out.failure = _failure(key, result)
+                out.failure = failure_of(key, result)
                 out.status = "interrupted" if out.failure.reason == INTERRUPTED else "failed"
                 break
             out.status = "ran"
@@ -122,7 +122,7 @@ class PartitionRunner:
 
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:
     """The run failed because Ctrl-C reached it (Dagster turns the signal into an error inside the step)."""
-    return not result.success and _failure("", result).reason == INTERRUPTED
+    return not result.success and failure_of("", result).reason == INTERRUPTED
 
 
 def _account(out: PartitionOutcome, result: dg.ExecuteInProcessResult) -> None:
@@ -134,7 +134,7 @@ def _account(out: PartitionOutcome, result: dg.ExecuteInProcessResult) -> None:
             out.seconds_by_stage[event.step_key] = round(out.seconds_by_stage.get(event.step_key, 0.0) + seconds, 3)
 
 
-def _failure(key: str, result: dg.ExecuteInProcessResult) -> FailedPartition:
+def failure_of(key: str, result: dg.ExecuteInProcessResult) -> FailedPartition:
     """The first failed step with its reason code (our Failures carry one as metadata), else the run's error."""
     for event in result.all_events:
         if event.event_type is DagsterEventType.STEP_FAILURE:

@@ -23,6 +23,7 @@ from skill2env_dagster.artifacts import (
     CRAWL_JOB,
     EXPORT,
     PROBE,
+    ROLLOUTS_JOB,
     SKILLS_PARTITION,
 )
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
@@ -30,16 +31,19 @@ from skill2env_dagster.cli.runner.freshness import FreshnessScan
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.options import RunOptions
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
-from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner, interrupted, pipeline_chain
+from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner, failure_of, interrupted, pipeline_chain
 from skill2env_dagster.cli.runner.pool import WorkerInit, WorkerPool
 from skill2env_dagster.cli.runner.progress import ProgressView
 from skill2env_dagster.cli.runner.sources import combine_sources, write_sources
 from skill2env_dagster.cli.runner.tasks_dir import mirror_tasks
 from skill2env_dagster.export.funnel import (
+    FailedPartition,
     Funnel,
+    RolloutSummary,
     SkillCounts,
     WorkDone,
     add_model_use,
+    add_rollouts,
     crawl_funnel,
     retained_paths,
     skill_counts,
@@ -99,6 +103,7 @@ class Session:
     home: RunHome = field(init=False)
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     generator: str = ""
+    rollout_failures: list[FailedPartition] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.home = RunHome(self.options.out.resolve())
@@ -145,9 +150,14 @@ class Session:
             log.info("partitions done: %s", {s: sum(o.status == s for o in outcomes) for s in
                                              ("ran", "up_to_date", "failed", "interrupted")})
             done = summarise(outcomes, self.options.workers)
-            done.analytics = self._analytics(defs, instance, any(o.status != "up_to_date" for o in outcomes))
+            keys = [k for k, _ in work]
+            rollouts = self._rollouts(defs, instance, store, keys)
+            changed = any(o.status != "up_to_date" for o in outcomes) or rollouts.ran > 0
+            done.analytics = self._analytics(defs, instance, changed)
             done.seconds = round(time.monotonic() - start, 2)
-            return self._funnel(store, skills, [k for k, _ in work], outcomes, done)
+            funnel = self._funnel(store, skills, keys, outcomes, done)
+            funnel.rollouts = add_rollouts(rollouts, store, keys) if rollouts.reason == "" else rollouts
+            return funnel
 
     def _pool(self) -> WorkerPool | None:
         if self.options.workers < 2:
@@ -217,6 +227,39 @@ class Session:
         finally:
             self.view.stop()
 
+    def _rollouts(self, defs: Any, instance: Any, store: ArtifactStore, keys: list[str]) -> RolloutSummary:
+        """The skill_rollouts job on every skill with retained tasks whose rollout assets are stale or missing.
+
+        Only on request, and only with a solver model: without one the job would record `no_model` and cost
+        nothing, so the run says so instead of launching empty runs. One partition at a time in this process:
+        the work is model-bound (k episodes per task) and the `llm`/`docker` pools bound it anyway."""
+        from skill2env_dagster.resources.rollouts import env_solver_fingerprint
+        from skill2env_dagster.versions import is_online
+
+        if not self.options.rollouts:
+            return RolloutSummary(status="skipped", reason="not_requested")
+        if not is_online(env_solver_fingerprint()):
+            return RolloutSummary(status="skipped", reason="no_model")
+        job = defs.resolve_job_def(ROLLOUTS_JOB)
+        with_tasks = [k for k in keys if retained_paths(store, [k])]
+        todo = [k for k in with_tasks if partition_stale(defs, instance, job, k)]
+        summary = RolloutSummary(status="up_to_date", reason="", up_to_date=len(with_tasks) - len(todo))
+        if todo:
+            self.view.say(f"solver rollouts, judge and hardening on {len(todo)} skills…")
+        for key in todo:
+            result = job.execute_in_process(partition_key=key, instance=instance, tags=self.tags,
+                                            raise_on_error=False)
+            if interrupted(result):
+                raise KeyboardInterrupt
+            if result.success:
+                summary.ran += 1
+            else:
+                summary.failed += 1
+                self.rollout_failures.append(failure_of(key, result))
+        if todo:
+            summary.status = "failed" if summary.failed else "ran"
+        return summary
+
     def _analytics(self, defs: Any, instance: Any, changed: bool) -> Literal["ran", "up_to_date", "failed"]:
         """Probe, export and stats over the whole corpus, when a partition changed or they are stale/missing."""
         job = defs.resolve_job_def(ANALYTICS_JOB)
@@ -234,7 +277,7 @@ class Session:
         counts = sum((skill_counts(store, k) for k in skills), SkillCounts())
         funnel = crawl_funnel(skills.values(), counts)
         funnel.sources_unavailable = _unavailable_sources(store)
-        funnel.failed_partitions = [o.failure for o in outcomes if o.failure is not None]
+        funnel.failed_partitions = [o.failure for o in outcomes if o.failure is not None] + self.rollout_failures
         funnel.generator = self.generator
         add_model_use(funnel, store, done.analytics in ("ran", "up_to_date"))
         funnel.work = done
@@ -268,18 +311,33 @@ def summarise(outcomes: list[PartitionOutcome], workers: int) -> WorkDone:
                     workers=workers, seconds_by_stage=dict(sorted(by_stage.items())))
 
 
-def analytics_stale(defs: Any, instance: Any, job: Any) -> bool:
-    """Missing or on an old code version (Dagster's answer; partition data changes are handled by the caller)."""
-    import dagster as dg
+def _resolver(defs: Any, instance: Any) -> Any:
     from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView
-    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver
     from dagster._core.definitions.temporal_context import TemporalContext
     from dagster._time import get_current_datetime
 
     graph = defs.resolve_asset_graph()
     view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                           instance=instance, asset_graph=graph)
-    resolver = CachingStaleStatusResolver(instance, graph, view)
+    return CachingStaleStatusResolver(instance, graph, view)
+
+
+def partition_stale(defs: Any, instance: Any, job: Any, partition: str) -> bool:
+    """Any of the job's assets stale or missing for this partition (Dagster's answer)."""
+    from dagster._core.definitions.data_version import StaleStatus
+
+    resolver = _resolver(defs, instance)
+    return any(resolver.get_status(k, partition) is not StaleStatus.FRESH
+               for k in job.asset_layer.executable_asset_keys)
+
+
+def analytics_stale(defs: Any, instance: Any, job: Any) -> bool:
+    """Missing or on an old code version (Dagster's answer; partition data changes are handled by the caller)."""
+    import dagster as dg
+    from dagster._core.definitions.data_version import StaleStatus
+
+    resolver = _resolver(defs, instance)
     keys: list[dg.AssetKey] = list(job.asset_layer.executable_asset_keys)
     return any(resolver.get_status(k) is not StaleStatus.FRESH for k in keys)
 
