@@ -14,7 +14,8 @@ MAX_WORDS = 5
 
 
 def short(text: str, n: int = MAX_WORDS) -> str:
-    words = re.sub(r"[`*_\[\]]", "", text).split()
+    # Markdown markup only: an underscore inside a word is part of a name (molar_masses.json), not emphasis.
+    words = re.sub(r"[`*\[\]]|(?<!\w)_+|_+(?!\w)", "", text).split()
     out = " ".join(words[:n]).strip(" .,;:")
     return out + ("…" if len(words) > n else "")
 
