@@ -152,6 +152,7 @@ class _DropDocstrings(ast.NodeTransformer):
         return node
 
     # NodeTransformer dispatches on these exact (mixedCase) method names.
+    # ast.NodeTransformer dispatches on these exact method names.
     visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip  # noqa: N815
 
 

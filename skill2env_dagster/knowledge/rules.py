@@ -84,6 +84,7 @@ def rules_in(block: Block) -> list[tuple[Rule, str]]:
             mod, origin = "should", "checklist" if checklist else "rules_section"
         if mod is None:
             continue
+        # `origin` is one of the two literals assigned just above; mypy widens the conditional expression to str.
         out.append((Rule(text=text, modality=mod, section=block.section, origin=origin,  # type: ignore[arg-type]
                          exception=exception_clause(text), tokens=code_spans(raw)[:6],
                          ref=block.doc.ref(block.line_of(text))), raw))
@@ -164,6 +165,7 @@ def pitfalls_in(block: Block) -> list[Pitfall]:
             kind = "exclusion"
         else:
             continue
+        # `kind` is one of the literals assigned in the branches above; mypy widens it to str.
         out.append(Pitfall(text=text, kind=kind, section=block.section,  # type: ignore[arg-type]
                            ref=block.doc.ref(block.line_of(text))))
     return out

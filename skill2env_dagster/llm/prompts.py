@@ -85,7 +85,7 @@ def template_sources(template_name: str, folder: Path | str | None = None) -> di
         name = todo.pop()
         if name in seen:
             continue
-        source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+        source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]  # the env is built with a loader
         seen[name] = source
         todo.extend(n for n in jinja2.meta.find_referenced_templates(env.parse(source)) if n)
     return seen

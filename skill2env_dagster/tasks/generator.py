@@ -110,6 +110,8 @@ class OfflineGenerator:
     def environment(self, ctx: CreationContext) -> EnvironmentDraft:
         d = self.plan(ctx).design
         files = {**d.env_files, "Dockerfile": dockerfile(ctx.base_images[d.image], d.docker_lines)}
+        # Design keeps archetype/verifier as str (shapes declare them as class attributes); the axis Literals
+        # are checked where the blueprint is made.
         return EnvironmentDraft(files, d.image, d.shape, d.archetype, d.verifier)  # type: ignore[arg-type]
 
     def instruction(self, ctx: CreationContext) -> str:

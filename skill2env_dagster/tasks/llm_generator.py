@@ -88,6 +88,11 @@ class LLMGenerator:
     def _draft(self, ctx: CreationContext, step: str) -> BaseModel:
         return self._drafts[ctx.task_name][step]
 
+    def _instruction(self, ctx: CreationContext) -> str:
+        draft = self._draft(ctx, "instruction")
+        assert isinstance(draft, InstructionReply)  # the instruction step stores its reply under this name
+        return draft.instruction
+
     def _json(self, ctx: CreationContext, step: str) -> str:
         return json.dumps(self._draft(ctx, step).model_dump(mode="json"), ensure_ascii=False)
 
@@ -119,12 +124,12 @@ class LLMGenerator:
 
     def tests(self, ctx: CreationContext) -> tuple[dict[str, str], list[str]]:
         r = self._call(ctx, "tests", VerifierReply, environment_json=self._json(ctx, "environment"),
-                       instruction=self._draft(ctx, "instruction").instruction)  # type: ignore[attr-defined]
+                       instruction=self._instruction(ctx))
         return dict(r.files), list(r.metrics)
 
     def rubric(self, ctx: CreationContext) -> str:
         r = self._call(ctx, "rubric", RubricReply, tests_json=self._json(ctx, "tests"),
-                       instruction=self._draft(ctx, "instruction").instruction)  # type: ignore[attr-defined]
+                       instruction=self._instruction(ctx))
         spec = RubricSpec(*([Bullet(t, "llm") for t in part] for part in (r.must_do, r.must_avoid, r.best_practice)))
         return spec.render()[0]
 
@@ -133,7 +138,7 @@ class LLMGenerator:
         drafts = self._drafts.get(ctx.task_name, {})
         previous = drafts.get("solution")
         r = self._call(ctx, "solution", SolutionReply, environment_json=self._json(ctx, "environment"),
-                       instruction=self._draft(ctx, "instruction").instruction,  # type: ignore[attr-defined]
+                       instruction=self._instruction(ctx),
                        tests_json=self._json(ctx, "tests"), evidence=evidence,
                        previous_json=json.dumps(previous.model_dump(mode="json")) if previous else "")
         return dict(r.files)

@@ -103,13 +103,16 @@ def _clean_token(token: str, k: SkillKnowledge) -> bool:
     return not re.search(r"[<>{}\[\]]|\.md$|^/|^\.", token)
 
 
+_TOKEN_KIND: dict[str, PredicateKind] = {"forbid": "forbid_token", "require": "require_token",
+                                         "replace": "replace_token"}
+
+
 def _tokens(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
     out = []
     for t in k.token_rules:
         if not _clean_token(t.token, k) or (t.polarity == "replace" and not _clean_token(t.replacement, k)):
             continue
-        kind: PredicateKind = {"forbid": "forbid_token", "require": "require_token",
-                               "replace": "replace_token"}[t.polarity]  # type: ignore[assignment]
+        kind = _TOKEN_KIND[t.polarity]
         params = {"token": t.token, **({"replacement": t.replacement} if t.replacement else {})}
         out.append(Candidate("entries", _pred(kind, "code", t.text, t.ref, params, t.exception),
                              (2.2 if kind == "replace_token" else 1.6) * _home(t.ref, skill_file)))

@@ -254,8 +254,9 @@ def stale_notes(inp: ShapeInput, world: EntryWorld) -> str:
 
 def _stale_params(params: dict[str, object]) -> dict[str, object]:
     out = dict(params)
-    if isinstance(out.get("value"), (int, float)):
-        out["value"] = float(out["value"]) + max(1.0, round(float(out["value"]) * 0.2))  # type: ignore[arg-type]
+    value = out.get("value")
+    if isinstance(value, (int, float)):
+        out["value"] = float(value) + max(1.0, round(float(value) * 0.2))
     if isinstance(out.get("token"), str):
         out["token"] = str(out["token"]) + "_v1"
     return out

@@ -183,6 +183,7 @@ def _checker_design(shape: object, inp: ShapeInput, world: EntryWorld, worlds: l
     metrics = checker_metrics(world, expected, bool(world.invalid()))
     check = CheckScript(CHECKER_LOADER, metrics, {"TOOL": repr(TOOL), "HIDDEN": repr(HIDDEN)}, ("run_tool",))
     return Design(
+        # `shape` is typed as the Shape protocol, which does not declare the class attributes every shape sets.
         shape=shape.name, archetype=shape.archetype, verifier=shape.verifier,  # type: ignore[attr-defined]
         objective=objective, env_files=files, docker_lines=["COPY app/ /app/", "RUN mkdir -p /app/bin"
                                                              + (" && chmod +x /app/bin/check-register"
