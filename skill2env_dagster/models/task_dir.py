@@ -85,10 +85,6 @@ class TaskDir:
             self.solve_script,
         ]
 
-    def subtrees(self) -> list[Path]:
-        """Top-level folders; a symlink must resolve inside the one it lives in."""
-        return [self.environment_dir, self.tests_dir, self.solution_dir]
-
     def frozen_paths(self) -> list[Path]:
         """What the freeze hash covers: the world and the grading, not the solution or task.toml."""
         return [self.environment_dir, self.instruction, self.tests_dir]
