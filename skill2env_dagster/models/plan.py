@@ -82,7 +82,7 @@ class WorkflowFocus(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    family: str = Field(description="entries | procedure | checklist | table | template | defaults")
+    family: str = Field(description="entries | procedure | checklist | table | template | defaults | service")
     source: str = Field(description="file:line of the rule, procedure, table or template it is built on.")
 
 

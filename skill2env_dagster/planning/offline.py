@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from skill2env_dagster.knowledge import extract_knowledge
+from skill2env_dagster.knowledge.source import read_docs
 from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.models.plan import (
@@ -457,6 +458,11 @@ FAMILY_TASK = {
         "write deliverables in the playbook's template",
         "The template's sections and their order are the playbook's; content must land under the right section.",
     ),
+    "service": (
+        "work through the skill's documented local API",
+        "The service's contract, paging and retry rules decide what gets created; duplicates, rejected rows and "
+        "transient failures must be handled.",
+    ),
     "defaults": (
         "complete settings with the playbook's defaults",
         "Explicit values win over the documented defaults; missing keys take them.",
@@ -479,7 +485,7 @@ def _method(c: _Ctx) -> list[Workflow]:
     """Workflows built on the skill's checkable method: one per strong rule, procedure, table or template (two
     per family at most), each with the combinations the task shapes realise from it (rotated per workflow)."""
     out: list[Workflow] = []
-    for family, cands in families(compile_candidates(c.knowledge, c.skill.skill_file)).items():
+    for family, cands in families(compile_candidates(c.knowledge, c.skill.skill_file, read_docs(c.skill))).items():
         for k, cand in enumerate(cands[:2]):
             combos = _combos(cand)
             if not combos:

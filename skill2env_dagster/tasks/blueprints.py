@@ -143,10 +143,10 @@ def plan_task(skill: SkillRecord, knowledge: SkillKnowledge, workflow: Workflow,
               task_name: str, seed: int, vocabulary: list[str], used: Sequence[str] = (),
               focus: WorkflowFocus | None = None) -> Planned:
     """The blueprint and its design; raises NoShapeError (creator_contract_failed) when nothing can be built."""
-    fams = families(compile_candidates(knowledge, skill.skill_file))
+    text = SkillText(skill)
+    fams = families(compile_candidates(knowledge, skill.skill_file, list(text.docs.values())))
     pool = load_patterns()
     rng = random.Random(f"{seed}:blueprint")
-    text = SkillText(skill)
     level = ("easy", "medium", "hard", "complex").index(sample.complexity)
     tried: list[str] = []
     for shape, reason in shape_order(sample, fams, used, focus):

@@ -27,12 +27,14 @@ def _gate(path):
 
 
 # The shapes each example skill realises from its own rules (csv-dedupe has entries, procedures and tables;
-# sql-formatter-gpl a checklist): 12 of the 14 shapes, on 12 archetype/verifier combinations.
+# sql-formatter-gpl a checklist; inventory-api-client a documented local API, kept by a stub service): 13 of the
+# 15 shapes, on 13 archetype/verifier combinations.
 SHAPES_BY_SKILL = {
     "csv-dedupe": ["entry_audit", "entry_checker", "checker_repair", "token_scanner", "entry_fix",
                    "entry_normaliser", "entry_normaliser_mr", "run_audit", "run_resume", "table_cases",
                    "table_evidence"],
     "sql-formatter-gpl": ["checklist_audit"],
+    "inventory-api-client": ["service_sync"],
 }
 
 
@@ -61,7 +63,7 @@ def test_every_shape_passes_every_gate_stage(created):
             assert all(v == 1.0 for v in r.oracle.values()) and all(v == 0.0 for v in r.nop.values())
             assert r.wrong is not None and not all(v == 1.0 for v in r.wrong.values())
             assert r.mutants and r.cheats, b.task_name  # the stages ran, not only passed
-    assert len(combos) >= 12, combos
+    assert len(combos) >= 13, combos
 
 
 def test_metadata_and_regate_from_published_folder(created):

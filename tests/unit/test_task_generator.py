@@ -6,6 +6,7 @@ least one metric — at the easiest and the hardest level."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import textwrap
 
@@ -96,8 +97,13 @@ def _bash_ok(text: str, tmp_path, name: str) -> None:
     assert subprocess.run(["bash", "-n", str(p)]).returncode == 0, name
 
 
+# The stub-service shape needs its server on a fixed port and a skill that documents a local API: it is checked
+# below for what the host can check, and its rewards in Docker (tests/docker/test_task_pipeline.py).
+FILE_SHAPES = [n for n in SHAPE_NAMES if n != "service_sync"]
+
+
 @pytest.mark.parametrize("complexity", ["easy", "complex"])
-@pytest.mark.parametrize("shape", SHAPE_NAMES)
+@pytest.mark.parametrize("shape", FILE_SHAPES)
 def test_every_shape_is_honest_on_the_host(skill, shape, complexity, tmp_path):
     gen, ctx, planned = _planned(skill, shape, complexity)
     bp, d = planned.blueprint, planned.design
@@ -119,6 +125,34 @@ def test_every_shape_is_honest_on_the_host(skill, shape, complexity, tmp_path):
     if complexity == "complex":  # the hardest world has every effect the shape can realise
         for mutant, metrics in mutant_trials(d, tmp_path / "m").items():
             assert any(metrics.get(k, 0) < oracle[k] for k in oracle), (mutant, metrics)
+
+
+@pytest.mark.parametrize("complexity", ["easy", "complex"])
+def test_service_shape_keeps_the_skills_documented_api(examples_dir, complexity, tmp_path):
+    api = skill_from_dir(examples_dir / "inventory-api-client")
+    gen, ctx, planned = _planned(api, "service_sync", complexity)
+    bp, d = planned.blueprint, planned.design
+    assert d.shape == "service_sync" and bp.axes.fallback_reason == "", bp.axes.fallback_reason
+    (p,) = bp.predicates
+    assert p.kind == "service" and p.source.file == "SKILL.md" and "never retry" in p.statement
+    assert p.params["collection"] == "/api/v1/reservations" and p.params["port"] == 8080
+    assert list(p.params["example"]) == ["sku", "qty", "order_id"] and p.params["integers"] == ["qty"]
+    contract = json.loads(d.env_files["stub/contract.json"])
+    assert len(contract["seed"]) > contract["page_size"] and contract["flaky"]  # paging and 503s are in play
+    assert {"records_created", "rejected_rows", "rejections_once", "transient_recovered"} == set(d.check.names)
+    assert {"forge_state.sh", "forge_journal.sh", "list_everything.sh"} <= set(d.cheats)
+    assert "/usr/local/lib/s2e-stub/server.py" in d.tests()["check.py"]  # replayed by the installed stub's code
+    assert rubric_problems(gen.rubric(ctx)) == []
+    assert "/app/docs/API.md" in gen.instruction(ctx)
+    for name, script in {"solve.sh": d.solve, "wrong.sh": d.wrong or "", "test.sh": d.tests()["test.sh"],
+                         **d.cheats}.items():
+        _bash_ok(script, tmp_path, name)
+    ast.parse(d.tests()["check.py"])
+
+
+def test_skill_without_a_local_api_gets_no_service_task(skill):
+    plans, _ = plans_and_axes(skill)
+    assert all(w.focus is None or w.focus.family != "service" for w in plans.workflows)
 
 
 def test_levels_add_required_steps(skill):

@@ -9,14 +9,17 @@ skill's own sentence and line, and a score that prefers crisp, prescriptive rule
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from skill2env_dagster.knowledge.rules import modality
+from skill2env_dagster.knowledge.source import Doc
 from skill2env_dagster.models.blueprint import Predicate, PredicateKind
 from skill2env_dagster.models.knowledge import LookupTable, Procedure, SkillKnowledge, SourceRef, Threshold
+from skill2env_dagster.tasks.predicates.service import service_predicate
 
-Family = str  # entries | procedure | checklist | table | template | defaults
+Family = str  # entries | procedure | checklist | table | template | defaults | service
 TEXT_UNITS = {"characters", "words", "sentences", "items"}
 NUMBER_UNITS = {"percent", "seconds", "ms", "minutes", "hours", "days", "weeks", "months", "kb", "mb", "retries",
                 "attempts", "times", "requests", "calls", "lines", "pages", "slides", "columns", "rows", "steps",
@@ -241,10 +244,14 @@ def _defaults(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
     return out
 
 
-def compile_candidates(k: SkillKnowledge, skill_file: str = "SKILL.md") -> list[Candidate]:
-    """Every predicate the skill's text supports, best first (deterministic order)."""
-    found = (_limits(k, skill_file) + _tokens(k, skill_file) + _formats(k, skill_file) + _procedures(k, skill_file)
-             + _tables(k, skill_file) + _templates(k, skill_file) + _defaults(k, skill_file))
+def compile_candidates(k: SkillKnowledge, skill_file: str = "SKILL.md",
+                       docs: Sequence[Doc] = ()) -> list[Candidate]:
+    """Every predicate the skill's text supports, best first (deterministic order). `docs` (the skill's documents)
+    are needed only for a documented local API, whose contract spans lines no knowledge item keeps."""
+    service = service_predicate(list(docs))
+    found = ([Candidate("service", service, 3.0)] if service else []) + (
+        _limits(k, skill_file) + _tokens(k, skill_file) + _formats(k, skill_file) + _procedures(k, skill_file)
+        + _tables(k, skill_file) + _templates(k, skill_file) + _defaults(k, skill_file))
     return sorted(found, key=lambda c: (-c.score, c.predicate.source.file, c.predicate.source.line, c.kind))
 
 

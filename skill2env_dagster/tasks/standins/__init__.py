@@ -2,7 +2,8 @@
 
 - `seeded_db`: an SQLite database seeded at image build time (python image: sqlite3 module, no network).
 - `http_stub`: a stub HTTP service (http.server) started by the image entrypoint, keeping a documented
-  request/response contract and persisting its state where the verifier can read it.
+  request/response contract and journaling every call; the verifier replays the journal with the stub's own code
+  (used by the `service_sync` shape).
 - `fake_cli`: a command on PATH that wraps the stub the way a vendor CLI wraps the real API.
 
 When the screen may let a "needs a live service" skill through: only when the service is documented in the skill

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fake vendor CLI (stand-in kit): `CLI start|list|get ID|create k=v ...|delete ID` against the stub service.
+"""Fake vendor CLI (stand-in kit): `CLI start|list [PAGE]|get ID|create k=v ...|delete ID` against the stub service.
 
 `start` (and every other command) launches the stub in the background when /health does not answer, so the
 service is available however the container was started (Harbor keeps the entrypoint; some runners do not).
@@ -12,7 +12,8 @@ import time
 import urllib.error
 import urllib.request
 
-with open("/opt/stub/contract.json") as _f:
+STUB = "/usr/local/lib/s2e-stub"
+with open(STUB + "/contract.json") as _f:
     CONTRACT = json.load(_f)
 BASE = f"http://127.0.0.1:{CONTRACT['port']}"
 
@@ -34,7 +35,7 @@ def ensure_running():
                 return
         except OSError:
             if attempt == 0:
-                subprocess.Popen([sys.executable, "/opt/stub/server.py", "/opt/stub/contract.json"],
+                subprocess.Popen([sys.executable, "-I", STUB + "/server.py", STUB + "/contract.json"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         time.sleep(0.1)
     sys.exit("service did not start")
@@ -52,7 +53,7 @@ def main(argv):
         return 0
     cmd, args = argv[0], argv[1:]
     if cmd == "list":
-        status, text = call("GET", col)
+        status, text = call("GET", f"{col}?page={args[0] if args else 1}")
     elif cmd == "get" and args:
         status, text = call("GET", f"{col}/{args[0]}")
     elif cmd == "create":
@@ -60,7 +61,7 @@ def main(argv):
     elif cmd == "delete" and args:
         status, text = call("DELETE", f"{col}/{args[0]}")
     else:
-        print("usage: start | list | get ID | create field=value ... | delete ID", file=sys.stderr)
+        print("usage: start | list [PAGE] | get ID | create field=value ... | delete ID", file=sys.stderr)
         return 2
     print(text)
     return 0 if status < 400 else 1

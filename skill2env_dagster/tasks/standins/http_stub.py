@@ -1,32 +1,41 @@
-"""Assemble the stub-service stand-in for a task: contract, server, fake CLI, entrypoint, Dockerfile lines."""
+"""Assemble the stub-service stand-in for a task: contract, server, fake CLI, entrypoint, Dockerfile lines.
+
+The server and its contract are installed below /usr (STUB_DIR), which the gates' tamper rules protect: the solve
+phase cannot change the code that answers calls, nor the replay the verifier runs with that same code over the
+journal the server keeps (the gates reap every process before verifying, so the verifier cannot ask a live one).
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).parent
-STATE_FILE = "/var/lib/stub/state.json"
+STUB_DIR = "/usr/local/lib/s2e-stub"
+SERVER = f"{STUB_DIR}/server.py"
+CONTRACT = f"{STUB_DIR}/contract.json"
 
 
 @dataclass
 class StubContract:
     collection: str  # e.g. /api/v1/reservations
     fields: list[str]
-    required: list[str]
     integers: list[str]
-    seed: list[dict]
+    seed: list[dict[str, Any]]
+    flaky: list[dict[str, Any]] = field(default_factory=list)  # bodies whose first POST is answered 503
+    page_size: int = 5
     id_prefix: str = "R-"
     port: int = 8080
 
     def to_json(self) -> str:
-        return json.dumps({**self.__dict__, "state_file": STATE_FILE}, indent=1)
+        return json.dumps(asdict(self), indent=1)
 
 
-ENTRYPOINT = """#!/bin/bash
+ENTRYPOINT = f"""#!/bin/bash
 # Start the stub service in the background, then run whatever the container was asked to run.
-python3 /opt/stub/server.py /opt/stub/contract.json >/dev/null 2>&1 &
+python3 -I {SERVER} {CONTRACT} >/dev/null 2>&1 &
 exec "$@"
 """
 
@@ -40,9 +49,10 @@ def stub_service(contract: StubContract, cli_name: str) -> tuple[dict[str, str],
         "stub/entrypoint.sh": ENTRYPOINT,
     }
     lines = [
-        "COPY stub/ /opt/stub/",
-        f"RUN install -m 755 /opt/stub/cli.py /usr/local/bin/{cli_name} && chmod 755 /opt/stub/entrypoint.sh",
-        'ENTRYPOINT ["/opt/stub/entrypoint.sh"]',
+        f"COPY stub/ {STUB_DIR}/",
+        f"RUN install -m 755 {STUB_DIR}/cli.py /usr/local/bin/{cli_name} && chmod 755 {STUB_DIR}/entrypoint.sh"
+        " && mkdir -p /var/lib/s2e-stub",
+        f'ENTRYPOINT ["{STUB_DIR}/entrypoint.sh"]',
         'CMD ["sleep", "infinity"]',
     ]
     return files, lines

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""Stub HTTP service (stand-in kit): keeps a JSON resource contract offline and persists its state to disk.
+"""Stub HTTP service (stand-in kit): keeps a JSON resource contract offline; its state lives only in memory.
 
-Usage: http_stub_server.py CONTRACT.json. The contract names the collection path, the record fields, which are
-required and which are integers, and the seed records. Endpoints: GET /health; GET <collection> (optional
-?field=value filters); GET <collection>/<id>; POST <collection> (201 / 400 bad JSON / 422 missing or mistyped
-fields); DELETE <collection>/<id> (204 / 404). Every write is saved atomically to the contract's state_file.
+Usage: python3 -I http_stub_server.py CONTRACT.json. The contract names the collection path, the record fields,
+which are integers (sent as JSON numbers, at least 1), the seed records, the page size and the records whose first
+POST is answered 503 (a transient failure). Endpoints: GET /health; GET <collection>?page=N (pages of page_size,
+`next` names the following page or is null); GET <collection>/<id>; POST <collection> (201 / 400 bad JSON /
+422 missing, unknown or mistyped fields / 503 once for a flaky record); DELETE <collection>/<id> (204 / 404).
+
+Every answered request is appended to the journal (JOURNAL, one JSON line: method, path, status, body); nothing
+else is stored. The verifier replays the journal through the same functions (`new_state`, `post`, `delete`,
+imported from this file, which sits below /usr where the tamper gate protects it): a record exists only if the
+journal shows the call that created it, answered as this code answers it, so a state file written by hand earns
+nothing and a journal that invents answers (a 201 where the service says 422 or 503) is rejected as a whole.
 """
 
 import json
@@ -14,53 +21,98 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-with open(sys.argv[1]) as _f:
-    CONTRACT = json.load(_f)
+JOURNAL = "/var/lib/s2e-stub/journal.jsonl"
 LOCK = threading.Lock()
+ANSWERS = (200, 201, 204, 400, 404, 405, 422, 503)  # every status this server answers
+CONTRACT = {}
+STATE = {}
 
 
-def load_state():
-    try:
-        return json.load(open(CONTRACT["state_file"]))
-    except (OSError, ValueError):
-        return {"records": list(CONTRACT["seed"]), "next_id": len(CONTRACT["seed"]) + 1, "requests": []}
+def new_state(contract):
+    return {"records": [dict(r) for r in contract["seed"]], "next_id": len(contract["seed"]) + 1,
+            "flaky": [dict(r) for r in contract.get("flaky", [])]}
 
 
-STATE = load_state()
-
-
-def save_state():
-    path = CONTRACT["state_file"]
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as fh:
-        json.dump(STATE, fh)
-    os.replace(path + ".tmp", path)
-
-
-def problems(body):
+def problems(contract, body):
     if not isinstance(body, dict):
         return ["body must be a JSON object"]
-    out = [f"missing field {f}" for f in CONTRACT["required"] if f not in body]
-    out += [f"field {f} must be an integer" for f in CONTRACT["integers"]
-            if f in body and (not isinstance(body[f], int) or isinstance(body[f], bool))]
-    out += [f"unknown field {f}" for f in body if f not in CONTRACT["fields"]]
+    out = [f"missing field {f}" for f in contract["fields"] if f not in body]
+    out += [f"field {f} must be a positive integer" for f in contract["integers"]
+            if f in body and (not isinstance(body[f], int) or isinstance(body[f], bool) or body[f] < 1)]
+    out += [f"field {f} must be a non-empty string" for f in contract["fields"]
+            if f in body and f not in contract["integers"] and (not isinstance(body[f], str) or not body[f])]
+    out += [f"unknown field {f}" for f in body if f not in contract["fields"]]
     return out
+
+
+def post(contract, state, body):
+    """(status, payload) of a create call; updates state."""
+    bad = problems(contract, body)
+    if bad:
+        return 422, {"error": "validation_failed", "details": bad}
+    if body in state["flaky"]:
+        state["flaky"].remove(body)
+        return 503, {"error": "temporarily_unavailable"}
+    record = {"id": f"{contract['id_prefix']}{state['next_id']}", **body}
+    state["next_id"] += 1
+    state["records"].append(record)
+    return 201, record
+
+
+def delete(state, rid):
+    before = len(state["records"])
+    state["records"] = [r for r in state["records"] if str(r["id"]) != rid]
+    return 204 if len(state["records"]) < before else 404
+
+
+def replay(contract, lines):
+    """The state the journal's calls lead to, or None when an entry's status is not what this code answers (an
+    invented or edited journal: also one with an entry this server never writes). Calls that change nothing
+    (reads, malformed JSON, wrong paths) are skipped."""
+    state = new_state(contract)
+    base = contract["collection"]
+    for line in lines:
+        try:
+            method, path, code, body = json.loads(line)
+        except (ValueError, TypeError):
+            return None
+        if method not in ("GET", "POST", "DELETE") or not isinstance(path, str) or not path.startswith("/") \
+                or not isinstance(code, int) or code not in ANSWERS:
+            return None
+        path = urlparse(path).path
+        if method == "POST" and path == base and code != 400:
+            answer = post(contract, state, body)[0]
+        elif method == "DELETE" and path.startswith(base + "/") and path != base + "/":
+            answer = delete(state, path[len(base) + 1:])
+        else:
+            continue
+        if answer != code:
+            return None
+    return state
+
+
+def read_journal():
+    try:
+        with open(JOURNAL) as fh:
+            return [ln for ln in fh.read().splitlines() if ln.strip()]
+    except OSError:
+        return []
 
 
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def reply(self, code, payload=None):
+    def reply(self, code, payload=None, body=None):
         data = b"" if payload is None else json.dumps(payload).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        with LOCK:
-            STATE["requests"].append([self.command, self.path, code])
-            save_state()
+        if urlparse(self.path).path != "/health":
+            with LOCK, open(JOURNAL, "a") as fh:
+                fh.write(json.dumps([self.command, self.path, code, body]) + "\n")
 
     def route(self):
         url = urlparse(self.path)
@@ -72,7 +124,8 @@ class Handler(BaseHTTPRequestHandler):
         return False, {}
 
     def do_GET(self):
-        if urlparse(self.path).path == "/health":
+        path = urlparse(self.path).path
+        if path == "/health":
             return self.reply(200, {"status": "ok"})
         rid, query = self.route()
         if rid is False:
@@ -80,9 +133,15 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             records = list(STATE["records"])
         if rid is None:
-            for key, values in query.items():
-                records = [r for r in records if str(r.get(key)) == values[0]]
-            return self.reply(200, {"items": records})
+            try:
+                page = max(1, int(query.get("page", ["1"])[0]))
+            except ValueError:
+                return self.reply(400, {"error": "bad_page"})
+            size = CONTRACT["page_size"]
+            items = records[(page - 1) * size: page * size]
+            more = page * size < len(records)
+            return self.reply(200, {"items": items,
+                                    "next": f"{CONTRACT['collection']}?page={page + 1}" if more else None})
         match = [r for r in records if str(r["id"]) == rid]
         return self.reply(200, match[0]) if match else self.reply(404, {"error": "not_found"})
 
@@ -94,27 +153,22 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
         except ValueError:
             return self.reply(400, {"error": "invalid_json"})
-        bad = problems(body)
-        if bad:
-            return self.reply(422, {"error": "validation_failed", "details": bad})
         with LOCK:
-            record = {"id": f"{CONTRACT['id_prefix']}{STATE['next_id']}", **body}
-            STATE["next_id"] += 1
-            STATE["records"].append(record)
-        return self.reply(201, record)
+            code, payload = post(CONTRACT, STATE, body)
+        return self.reply(code, payload, body)
 
     def do_DELETE(self):
         rid, _ = self.route()
         if not rid:
             return self.reply(404, {"error": "not_found"})
         with LOCK:
-            before = len(STATE["records"])
-            STATE["records"] = [r for r in STATE["records"] if str(r["id"]) != rid]
-            gone = len(STATE["records"]) < before
-        return self.reply(204) if gone else self.reply(404, {"error": "not_found"})
+            code = delete(STATE, rid)
+        return self.reply(code) if code == 204 else self.reply(code, {"error": "not_found"})
 
 
 if __name__ == "__main__":
-    with LOCK:
-        save_state()
+    with open(sys.argv[1]) as _f:
+        CONTRACT.update(json.load(_f))
+    STATE.update(replay(CONTRACT, read_journal()) or new_state(CONTRACT))  # a restart keeps what was created
+    os.makedirs(os.path.dirname(JOURNAL), exist_ok=True)
     ThreadingHTTPServer(("127.0.0.1", CONTRACT["port"]), Handler).serve_forever()

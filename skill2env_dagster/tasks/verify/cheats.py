@@ -47,3 +47,9 @@ def program(path: str, body: str, interpreter: str = "/bin/bash") -> str:
 
 def raw(body: str) -> str:
     return script(body if body.endswith("\n") else body + "\n")
+
+
+def combine(*scripts: str) -> str:
+    """One cheat made of several (their bodies in order, one header)."""
+    head = script()
+    return script(*(s[len(head):] if s.startswith(head) else s for s in scripts))
