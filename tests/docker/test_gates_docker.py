@@ -109,7 +109,8 @@ def test_hostile_solution_is_contained(make_task, docker_client, overlay, reason
 def test_hostile_tasks_in_parallel_do_not_disturb_a_good_one(make_task):
     tasks = [make_task("fork_bomb"), make_task("output_flood"), make_task(name="good")]
     reports = run_gates(tasks, GateSettings(concurrency=3, run_id=RUN_ID))
-    assert [r.reason for r in reports] == [ReasonCode.ORACLE_TIMEOUT, None, None]
+    assert [r.reason for r in reports] == [ReasonCode.ORACLE_TIMEOUT, None, None], \
+        "\n".join(r.model_dump_json(indent=1) for r in reports if r.reason is not ReasonCode.ORACLE_TIMEOUT)
     assert reports[2].verdict is GateVerdict.RETAINED
 
 

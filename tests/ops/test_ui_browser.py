@@ -79,7 +79,9 @@ def _expand_groups(page) -> None:
         page.wait_for_timeout(1_500)  # let the layout settle before the next toggle moves
 
 
-DOWNSTREAM_FIRST = ("gate_reports", "task_bundles", "axis_samples", "workflow_plans", "skillhub_snapshot")
+DOWNSTREAM_FIRST = (
+    "gate_reports", "task_bundles", "axis_samples", "workflow_plans", "skill_knowledge", "skillhub_snapshot",
+)
 
 
 def _deepest_asset(server: DagsterDev) -> str:
