@@ -50,9 +50,7 @@ class PartitionRunner:
         self.chain = pipeline_chain(defs)
 
     def _resolver(self) -> CachingStaleStatusResolver:
-        view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-                              instance=self.instance, asset_graph=self.graph)
-        return CachingStaleStatusResolver(self.instance, self.graph, view)
+        return stale_resolver(self.instance, self.graph)
 
     def _settings_changed(self, key: str) -> bool:
         """Run config is not part of Dagster's staleness: a different --max-variants must still re-create tasks."""
@@ -118,6 +116,13 @@ class PartitionRunner:
         quiet = {dg.AssetKey(n) for n in plan.quiet} if plan is not None else set()
         below = self.chain[self.chain.index(selection[0]):]
         return all(a in selection or a in quiet for a in below)
+
+
+def stale_resolver(instance: dg.DagsterInstance, graph: Any) -> CachingStaleStatusResolver:
+    """Dagster's staleness answers as of now; it caches, so make a new one after runs have changed the events."""
+    view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+                          instance=instance, asset_graph=graph)
+    return CachingStaleStatusResolver(instance, graph, view)
 
 
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:

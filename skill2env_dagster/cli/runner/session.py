@@ -31,7 +31,14 @@ from skill2env_dagster.cli.runner.freshness import FreshnessScan
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.options import RunOptions
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
-from skill2env_dagster.cli.runner.partitions import RUN_TAG, PartitionRunner, failure_of, interrupted, pipeline_chain
+from skill2env_dagster.cli.runner.partitions import (
+    RUN_TAG,
+    PartitionRunner,
+    failure_of,
+    interrupted,
+    pipeline_chain,
+    stale_resolver,
+)
 from skill2env_dagster.cli.runner.pool import WorkerInit, WorkerPool
 from skill2env_dagster.cli.runner.progress import ProgressView
 from skill2env_dagster.cli.runner.sources import combine_sources, write_sources
@@ -242,7 +249,8 @@ class Session:
             return RolloutSummary(status="skipped", reason="no_model")
         job = defs.resolve_job_def(ROLLOUTS_JOB)
         with_tasks = [k for k in keys if retained_paths(store, [k])]
-        todo = [k for k in with_tasks if partition_stale(defs, instance, job, k)]
+        resolver = stale_resolver(instance, defs.resolve_asset_graph())  # all asked before any rollout runs
+        todo = [k for k in with_tasks if partition_stale(resolver, job, k)]
         summary = RolloutSummary(status="up_to_date", reason="", up_to_date=len(with_tasks) - len(todo))
         if todo:
             self.view.say(f"solver rollouts, judge and hardening on {len(todo)} skills…")
@@ -311,23 +319,10 @@ def summarise(outcomes: list[PartitionOutcome], workers: int) -> WorkDone:
                     workers=workers, seconds_by_stage=dict(sorted(by_stage.items())))
 
 
-def _resolver(defs: Any, instance: Any) -> Any:
-    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView
-    from dagster._core.definitions.data_version import CachingStaleStatusResolver
-    from dagster._core.definitions.temporal_context import TemporalContext
-    from dagster._time import get_current_datetime
-
-    graph = defs.resolve_asset_graph()
-    view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-                          instance=instance, asset_graph=graph)
-    return CachingStaleStatusResolver(instance, graph, view)
-
-
-def partition_stale(defs: Any, instance: Any, job: Any, partition: str) -> bool:
+def partition_stale(resolver: Any, job: Any, partition: str) -> bool:
     """Any of the job's assets stale or missing for this partition (Dagster's answer)."""
     from dagster._core.definitions.data_version import StaleStatus
 
-    resolver = _resolver(defs, instance)
     return any(resolver.get_status(k, partition) is not StaleStatus.FRESH
                for k in job.asset_layer.executable_asset_keys)
 
@@ -337,7 +332,7 @@ def analytics_stale(defs: Any, instance: Any, job: Any) -> bool:
     import dagster as dg
     from dagster._core.definitions.data_version import StaleStatus
 
-    resolver = _resolver(defs, instance)
+    resolver = stale_resolver(instance, defs.resolve_asset_graph())
     keys: list[dg.AssetKey] = list(job.asset_layer.executable_asset_keys)
     return any(resolver.get_status(k) is not StaleStatus.FRESH for k in keys)
 
