@@ -102,3 +102,27 @@ def test_rounds_run_exactly_the_stale_work_and_the_scan_agrees(setup):
     more = CreationSettings(max_variants=2)  # run config is no part of Dagster's staleness: recorded, compared
     assert not _fresh(defs, instance, more)
     assert [a.path[-1] for a in PartitionRunner(defs, instance, more, {}).needed(KEY, True)] == ["task_bundles"]
+
+
+def test_analytics_are_stale_when_missing_or_older_than_a_partition(setup):
+    """The run's cheap analytics check (two queries per asset) must see every case the run relies on: never
+    materialised, fresh after the analytics job, and stale again when a partition is re-materialised after it
+    (the case of a run interrupted between its partitions and its analytics)."""
+    from skill2env_dagster.artifacts import ANALYTICS_JOB
+    from skill2env_dagster.cli.runner.session import analytics_stale
+
+    hub, defs, instance = setup
+    settings = CreationSettings(max_variants=1)
+    runner = PartitionRunner(defs, instance, settings, {})
+    job = defs.resolve_job_def(ANALYTICS_JOB)
+    _crawl(defs, instance)
+    assert runner.process(KEY, eligible=True).status == "ran"
+    assert analytics_stale(defs, instance, job)
+    assert job.execute_in_process(instance=instance).success
+    assert not analytics_stale(defs, instance, job)
+
+    md = hub / "log-triage-awk" / "SKILL.md"
+    md.write_text(md.read_text() + "\nNever rewrite the input log in place.\n")
+    _crawl(defs, instance)
+    assert runner.process(KEY, True).status == "ran"
+    assert analytics_stale(defs, instance, job)
