@@ -60,6 +60,9 @@ class CrawlSettings(BaseModel):
     dedup_num_perm: int = Field(default=128, ge=16, le=1024)
     shingle_words: int = Field(default=5, ge=1, le=16)
     cache_dir: str = Field(default="var/git-cache", description="Where git sources are cloned.")
+    screen_cache_dir: str | None = Field(
+        default=None, description="Where screening results are kept by bundle digest and screening code version "
+                                  "(`skill2env run` uses its state folder); none: every crawl screens every skill.")
     screen: ScreenSettings = Field(default_factory=ScreenSettings)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from skill2env_dagster.models.skill import Finding, SkillRecord, SkillStatus
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
+from skill2env_dagster.skillhub import screen_cache
 from skill2env_dagster.skillhub.config import (
     CrawlSettings,
     SourcesConfig,
@@ -27,7 +28,7 @@ from skill2env_dagster.skillhub.domain import guess_domain
 from skill2env_dagster.skillhub.parse import parse_skill_md
 from skill2env_dagster.skillhub.screen import engine as screen
 from skill2env_dagster.skillhub.screen.engine import screen_skill
-from skill2env_dagster.skillhub.sources.bundle import printable_path, read_bundle
+from skill2env_dagster.skillhub.sources.bundle import Bundle, printable_path, read_bundle
 from skill2env_dagster.skillhub.sources.discover import FoundSkill, discover_skills
 from skill2env_dagster.skillhub.sources.ids import unique_ids
 from skill2env_dagster.skillhub.sources.resolve import ResolvedSource, resolve_source
@@ -218,13 +219,28 @@ def _build(job: _Job) -> SkillRecord:
     for code, detail in parsed.errors:
         reasons.append(code)
         findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0, text=detail[:200]))
-    findings.extend(screen_skill(bundle.texts, parsed.frontmatter, parsed.body, s.screen))
+    findings.extend(_screened(job, bundle, parsed.frontmatter, parsed.body, folder_name))
     reasons.extend(f.code for f in findings if f.rule not in ("parse", "bundle") and f.code not in EVIDENCE_ONLY_CODES)
     if parsed.errors:
         rec.status = SkillStatus.INVALID
     elif any(c in BLOCKING_CODES for c in reasons):
         rec.status = SkillStatus.SCREENED_OUT
     return _finish(rec, reasons, findings)
+
+
+def _screened(job: _Job, bundle: Bundle, frontmatter: dict, body: str, folder_name: str) -> list[Finding]:
+    """The screen's findings, from the cache when the same bundle was screened by the same code and settings."""
+    s = job.settings
+    if s.screen_cache_dir is None:
+        return screen_skill(bundle.texts, frontmatter, body, s.screen)
+    folder, key = Path(s.screen_cache_dir), screen_cache.cache_key(s, bundle.digest, job.found.skill_file,
+                                                                    folder_name)
+    cached = screen_cache.load(folder, key)
+    if cached is not None:
+        return cached
+    findings = screen_skill(bundle.texts, frontmatter, body, s.screen)
+    screen_cache.save(folder, key, findings)
+    return findings
 
 
 def _finish(rec: SkillRecord, reasons: list[ReasonCode], findings: list[Finding]) -> SkillRecord:

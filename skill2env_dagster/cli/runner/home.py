@@ -53,6 +53,10 @@ class RunHome:
         return self.out / "git-cache"
 
     @property
+    def screen_cache(self) -> Path:
+        return self.out / "screen-cache"
+
+    @property
     def gate_label(self) -> str:
         """Label value of every gate container this home's runs start: stable per folder, so a run can remove
         containers a killed earlier run on the same folder left behind (and touch nobody else's)."""

@@ -120,10 +120,15 @@ class Session:
         return {**LAUNCHED_BY, RUN_TAG: self.session_id}
 
     def _sources(self) -> SourcesConfig:
+        """The sources to crawl; unless their settings name one, screening results are cached in the run folder
+        (a re-run over an unchanged hub then re-reads the skills but screens none of them again)."""
         o = self.options
-        if o.sources is not None:
-            return o.sources
-        return combine_sources(o.items, o.sources_files, CrawlSettings(cache_dir=str(self.home.git_cache)))
+        config = o.sources if o.sources is not None else combine_sources(
+            o.items, o.sources_files, CrawlSettings(cache_dir=str(self.home.git_cache)))
+        if config.settings.screen_cache_dir is None:
+            settings = config.settings.model_copy(update={"screen_cache_dir": str(self.home.screen_cache)})
+            config = config.model_copy(update={"settings": settings})
+        return config
 
     def execute(self) -> Funnel:
         start = time.monotonic()
