@@ -13,12 +13,16 @@ change no output, so they mark nothing stale. Imports under `if TYPE_CHECKING:` 
 from __future__ import annotations
 
 import ast
+import contextlib
+import json
+import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from skill2env_dagster.store import canonical_json, sha256_bytes
+from skill2env_dagster.store import atomic_write_text, canonical_json, sha256_bytes
 
 PACKAGE = "skill2env_dagster"
 PACKAGE_ROOT = Path(__file__).resolve().parent
@@ -84,24 +88,33 @@ def _statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
                     yield from _statements(child.body)
 
 
-def _imports(tree: ast.AST, current: str, is_pkg: bool) -> Iterable[tuple[str, tuple[str, ...]]]:
-    """(module, names imported from it) for every in-package import outside TYPE_CHECKING blocks."""
+RawImport = tuple[str, int, tuple[str, ...]]  # (module as written, relative level, names from it; () for `import`)
+
+
+def _raw_imports(tree: ast.AST) -> list[RawImport]:
+    """Every import statement outside TYPE_CHECKING blocks, as written (resolved per module by `_imports`)."""
+    out: list[RawImport] = []
     for node in _statements(getattr(tree, "body", [])):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith(PACKAGE + "."):
-                    yield alias.name[len(PACKAGE) + 1:], ()
+            out.extend((alias.name, 0, ()) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = current.split(".") if current else []
-                base = parts if is_pkg else parts[:-1]
-                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
-                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            elif node.module and (node.module == PACKAGE or node.module.startswith(PACKAGE + ".")):
-                module = node.module[len(PACKAGE) + 1:] if node.module != PACKAGE else ""
-            else:
-                continue
-            yield module, tuple(a.name for a in node.names)
+            out.append((node.module or "", node.level, tuple(a.name for a in node.names)))
+    return out
+
+
+def _imports(raw: Iterable[RawImport], current: str, is_pkg: bool) -> Iterable[tuple[str, tuple[str, ...]]]:
+    """(module, names imported from it) for every in-package import."""
+    for written, level, names in raw:
+        if not level and names == ():
+            if written.startswith(PACKAGE + "."):
+                yield written[len(PACKAGE) + 1:], ()
+        elif level:
+            parts = current.split(".") if current else []
+            base = parts if is_pkg else parts[:-1]
+            base = base[: len(base) - (level - 1)] if level > 1 else base
+            yield ".".join([*base, *(written.split(".") if written else [])]), names
+        elif written == PACKAGE or written.startswith(PACKAGE + "."):
+            yield (written[len(PACKAGE) + 1:] if written != PACKAGE else ""), names
 
 
 def _dependencies(root: Path, dotted: str) -> set[str]:
@@ -115,10 +128,9 @@ def _dependencies(root: Path, dotted: str) -> set[str]:
 
 @lru_cache(maxsize=4096)
 def _file_dependencies(root: Path, dotted: str, path: Path, mtime_ns: int) -> frozenset[str]:
-    """Cached per file version, like the syntax tree it reads (docstrings removed: imports are unaffected)."""
-    tree = _syntax_tree(path, mtime_ns)
+    """Cached per file version, like the analysis it reads."""
     deps: set[str] = set()
-    for module, names in _imports(tree, dotted, path.name == "__init__.py"):
+    for module, names in _imports(_analysis(path, mtime_ns).imports, dotted, path.name == "__init__.py"):
         subs = [f"{module}.{n}" if module else n for n in names]
         found = [s for s in subs if _module_file(root, s) is not None]
         deps.update(found)
@@ -156,22 +168,56 @@ class _DropDocstrings(ast.NodeTransformer):
     visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip  # noqa: N815
 
 
-@lru_cache(maxsize=1024)
-def _syntax_tree(path: Path, mtime_ns: int) -> ast.AST:
-    """A module's syntax tree without docstrings, parsed once per file version (mtime only keys the cache): every
-    scope walks the same modules, and re-parsing them per scope made importing the code location take seconds,
-    in every process that imports it. Callers only read the tree."""
-    return _DropDocstrings().visit(ast.parse(path.read_text(encoding="utf-8")))
+@dataclass(frozen=True)
+class _Analysis:
+    digest: str  # hash of the syntax tree without docstrings
+    imports: tuple[RawImport, ...]
 
 
 @lru_cache(maxsize=1024)
-def _source_digest(path: Path, mtime_ns: int) -> str:
-    """Hash of the code's syntax tree without docstrings (mtime only keys the cache)."""
-    return sha256_bytes(ast.dump(_syntax_tree(path, mtime_ns), annotate_fields=False).encode())
+def _analysis(path: Path, mtime_ns: int) -> _Analysis:
+    """A module's digest and imports, once per file version in a process (mtime only keys this cache) and once per
+    file content on this machine (`code_cache_dir()`): every process that imports the code location computes every
+    asset's version, and walking ~200 syntax trees cost seconds of each start."""
+    data = path.read_bytes()
+    key = sha256_bytes(data + f"\0{_CACHE_SALT}".encode())
+    cached = _cached_analysis(key)
+    if cached is not None:
+        return cached
+    tree = _DropDocstrings().visit(ast.parse(data))
+    found = _Analysis(sha256_bytes(ast.dump(tree, annotate_fields=False).encode()), tuple(_raw_imports(tree)))
+    _store_analysis(key, found)
+    return found
+
+
+# The syntax tree's dump differs between Python versions; a change to how files are analysed bumps the number.
+_CACHE_SALT = f"py{sys.version_info[0]}.{sys.version_info[1]}/analysis-1"
+
+
+def code_cache_dir() -> Path:
+    """Per-user cache of file analyses: `S2E_CODE_CACHE`, else `$XDG_CACHE_HOME/skill2env/code`."""
+    if explicit := os.environ.get("S2E_CODE_CACHE"):
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skill2env" / "code"
+
+
+def _cached_analysis(key: str) -> _Analysis | None:
+    try:
+        raw = json.loads((code_cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+        imports = tuple((str(m), int(lv), tuple(map(str, n))) for m, lv, n in raw["imports"])
+        return _Analysis(str(raw["digest"]), imports)
+    except (OSError, ValueError, KeyError, TypeError):  # missing or damaged: analyse the file again
+        return None
+
+
+def _store_analysis(key: str, found: _Analysis) -> None:
+    with contextlib.suppress(OSError):  # a read-only home only costs the speed-up
+        atomic_write_text(code_cache_dir() / f"{key}.json", json.dumps({"digest": found.digest,
+                                                                        "imports": found.imports}))
 
 
 def source_digest(path: Path) -> str:
-    return _source_digest(path, path.stat().st_mtime_ns)
+    return _analysis(path, path.stat().st_mtime_ns).digest
 
 
 def scope_material(scope: CodeScope, *, root: Path = PACKAGE_ROOT, prompts_folder: Path | str | None = None,
