@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from skill2env_dagster.models.export import CorpusStats
 from skill2env_dagster.store import atomic_write_bytes
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot on the Agg backend, imported when a plot is drawn: importing it costs about a second,
+    which every process importing the code location paid before."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # before pyplot: the backend must be chosen first
+    import matplotlib.pyplot as plt
+
+    return plt
+
 
 def _barh(title: str, labels: list[str], values: list[float], xlabel: str) -> Figure:
-    fig, ax = plt.subplots(figsize=(7, max(2.0, 0.35 * len(labels) + 1)))
+    fig, ax = pyplot().subplots(figsize=(7, max(2.0, 0.35 * len(labels) + 1)))
     ax.barh(labels[::-1], values[::-1], color="#4C72B0")
     ax.set_title(title)
     ax.set_xlabel(xlabel)
@@ -28,7 +38,7 @@ def _barh(title: str, labels: list[str], values: list[float], xlabel: str) -> Fi
 
 def _axis_grid(stats: CorpusStats) -> Figure:
     axes_items = list(stats.axis_coverage.items())
-    fig, grid = plt.subplots(2, 3, figsize=(12, 7))
+    fig, grid = pyplot().subplots(2, 3, figsize=(12, 7))
     for ax, (axis, counts) in zip(grid.flat, axes_items, strict=False):
         ax.barh(list(counts)[::-1], list(counts.values())[::-1], color="#55A868")
         ax.set_title(axis, fontsize=9)
@@ -60,7 +70,7 @@ def write_plots(stats: CorpusStats, folder: Path) -> dict[str, Path]:
     for name, fig in _figures(stats).items():
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=90)
-        plt.close(fig)
+        pyplot().close(fig)
         out[name] = folder / f"{name}.png"
         atomic_write_bytes(out[name], buf.getvalue())
     return out

@@ -14,7 +14,6 @@ from pathlib import Path, PurePosixPath
 
 from markdown_it import MarkdownIt
 from pydantic import BaseModel, ConfigDict, Field
-from sklearn.feature_extraction.text import CountVectorizer
 
 from skill2env_dagster.models.skill import SkillRecord
 
@@ -228,6 +227,8 @@ def _vocabulary(skill: SkillRecord, top: int = 15) -> list[str]:
     text = "\n".join(x for x in (skill.description or "", skill.body or "") if x)
     if len(text.split()) < 5:
         return []
+    from sklearn.feature_extraction.text import CountVectorizer  # scikit-learn costs seconds at import
+
     vec = CountVectorizer(stop_words="english", ngram_range=(1, 2), token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z-]{2,}\b")
     try:
         counts = vec.fit_transform([text]).toarray()[0]

@@ -9,17 +9,22 @@ per-query Python loop over every document.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from rank_bm25 import BM25Okapi
-from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.reasons import InputError, ReasonCode
 
+if TYPE_CHECKING:  # scikit-learn costs seconds at import: loaded when a probe runs, not with the code location
+    from sklearn.feature_extraction.text import CountVectorizer
+
 
 def _vectorizer() -> CountVectorizer:
+    from sklearn.feature_extraction.text import CountVectorizer
+
     # Words of two or more characters, lower-cased, English stop words dropped: file types ("csv"), tool names
     # ("ffmpeg") and identifiers survive, the glue words of every instruction do not.
     return CountVectorizer(lowercase=True, stop_words="english", token_pattern=r"(?u)\b\w\w+\b", dtype=np.float64)
@@ -39,6 +44,8 @@ class SkillIndex:
         self._analyze = _vectorizer().build_analyzer()
         # Skills are tokenised once; the token lists feed both the vocabulary and rank-bm25.
         tokens = [self._analyze(s.text_for_retrieval()) for s in skills]
+        from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
+
         self.vectorizer = CountVectorizer(analyzer=self._tokens, dtype=np.float64)
         try:
             counts = self.vectorizer.fit_transform(tokens).tocsr()

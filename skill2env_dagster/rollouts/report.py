@@ -8,11 +8,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # after use("Agg"): the backend must be chosen first
-
+from skill2env_dagster.export.plots import pyplot
 from skill2env_dagster.models.difficulty import DifficultyBin, DifficultyReport, JudgeScale, TaskDifficulty
 from skill2env_dagster.models.judge import JudgeScores, JudgeVerdict, TaskJudgement
 from skill2env_dagster.models.rollout import RolloutKind, SolverRollouts
@@ -74,6 +70,7 @@ def build_report(rollouts: Mapping[str, SolverRollouts], scores: Mapping[str, Ju
 
 def write_histogram(report: DifficultyReport, path: Path) -> Path:
     """The report's bins as stacked bars by label, the too_easy threshold marked."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))
     width = 1 / BINS
     bottom = [0] * len(report.bins)

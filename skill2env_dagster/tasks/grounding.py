@@ -14,9 +14,8 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from skill2env_dagster.models.skill import SkillRecord
 
@@ -24,12 +23,20 @@ _MAX_READ = 200_000  # bytes read per skill file; larger files are skipped
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{3,23}")
 _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
 _ENDPOINT = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE)\s+(/[A-Za-z0-9_./{}:-]*)")
-_NOISE = set(ENGLISH_STOP_WORDS) | {
+_EXTRA_NOISE = {
     "skill", "skills", "using", "use", "used", "user", "users", "file", "files", "example", "examples", "should",
     "would", "could", "must", "when", "with", "this", "that", "your", "will", "make", "sure", "need", "needs",
     "also", "like", "just", "into", "only", "each", "then", "true", "false", "none", "null", "http", "https",
     "claude", "agent", "tool", "tools", "description", "name", "references", "reference", "always", "never",
 }
+
+
+@lru_cache(maxsize=1)
+def _noise() -> frozenset[str]:
+    """English stop words plus skill boilerplate (scikit-learn's list, imported on first use: it costs seconds)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS) | _EXTRA_NOISE
 
 
 @dataclass
@@ -98,7 +105,7 @@ def vocabulary(texts: list[str], limit: int = 60) -> list[str]:
     for text in texts:
         for w in _WORD.findall(_FENCE.sub(" ", text)):
             lw = w.lower().strip("-_")
-            if lw not in _NOISE and not lw.isdigit() and re.fullmatch(r"[a-z][a-z0-9]+", lw):
+            if lw not in _noise() and not lw.isdigit() and re.fullmatch(r"[a-z][a-z0-9]+", lw):
                 counts[lw] += 1
     return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
