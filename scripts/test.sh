@@ -23,7 +23,7 @@ bash scripts/browser-up.sh >/dev/null || log "chromium/playwright unavailable: b
 bash scripts/harbor-up.sh >/dev/null || log "Harbor venv unavailable: the Harbor acceptance test will make it or skip"
 
 bash scripts/lint.sh || { log "static checks failed (ruff/mypy findings above)"; exit 1; }
-python -m pytest -p no:cacheprovider "$@"
+python -m pytest -p no:cacheprovider --durations=25 "$@"  # the slowest tests, to keep CI time in view
 rc=$?
 [ $rc -eq 5 ] && { log "pytest collected no tests"; exit 1; }
 exit $rc
