@@ -21,6 +21,7 @@ from skill2env_dagster.skillhub.snapshot import (
     publish_snapshot,
     record_fingerprint,
 )
+from skill2env_dagster.store import sha256_bytes
 
 OWNERS = ["team:skill2env"]
 
@@ -32,7 +33,7 @@ raw_skill_md = dg.AssetSpec(
     kinds={"markdown"},
     owners=OWNERS,
     description="A skill folder rooted at SKILL.md, as found in its source. Observed by the crawl: data version = "
-    "bundle digest, metadata = path and source commit. The lineage root of every per-skill asset.",
+    "bundle digest and folder, metadata = path and source commit. The lineage root of every per-skill asset.",
 )
 
 
@@ -51,7 +52,7 @@ def skillhub_crawl(
     added, removed = _sync_partitions(context.instance, [r.skill_id for r in result.records])
     observed = 0
     for r in result.records:
-        if previous.get(r.skill_id) != (r.bundle_digest, r.source_commit):
+        if previous.get(r.skill_id) != (r.bundle_digest, r.source_commit, r.abs_path):
             context.log_event(_observation(r))
             observed += 1
     context.log.info("crawl %s: %d skills, %s", manifest.snapshot_id, manifest.n_skills, manifest.status_counts)
@@ -72,17 +73,19 @@ def skillhub_crawl(
     )
 
 
-def _previously_observed(instance: dg.DagsterInstance, root: Path) -> dict[str, tuple[str, str | None]]:
-    """(digest, commit) per skill as this instance's last crawl observed them: only differences are observed
-    again, so a re-crawl of a large unchanged hub writes no events (a new instance observes everything)."""
+def _previously_observed(instance: dg.DagsterInstance, root: Path) -> dict[str, tuple[str, str | None, str]]:
+    """(digest, commit, folder) per skill as this instance's last crawl observed them: only differences are
+    observed again, so a re-crawl of a large unchanged hub writes no events (a new instance observes everything)."""
     event = instance.get_latest_materialization_event(dg.AssetKey(CRAWL.name))
     meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
     snapshot = meta.get("snapshot_id")
     table = root / str(snapshot.value if snapshot else "") / SKILLS_TABLE
     if not snapshot or not table.is_file():
         return {}
-    rows = pq.read_table(table, columns=["skill_id", "bundle_digest", "source_commit"]).to_pylist()
-    return {r["skill_id"]: (r["bundle_digest"], r["source_commit"]) for r in rows}
+    columns = [c for c in ("skill_id", "bundle_digest", "source_commit", "abs_path")
+               if c in pq.read_schema(table).names]  # snapshots from before abs_path: every skill observed again
+    rows = pq.read_table(table, columns=columns).to_pylist()
+    return {r["skill_id"]: (r["bundle_digest"], r["source_commit"], r.get("abs_path", "")) for r in rows}
 
 
 def _sync_partitions(instance: dg.DagsterInstance, keys: list[str]) -> tuple[set[str], set[str]]:
@@ -100,9 +103,16 @@ def _observation(r: SkillRecord) -> dg.AssetObservation:
     return dg.AssetObservation(
         asset_key=RAW_SKILL_MD.name,
         partition=r.skill_id,
-        tags={"dagster/data_version": r.bundle_digest},
+        tags={"dagster/data_version": observed_version(r)},
         metadata=provenance_metadata(r),
     )
+
+
+def observed_version(r: SkillRecord) -> str:
+    """The bundle digest and the folder: a hub that moved (same content, new path) re-runs its cheap snapshot
+    partitions, so their records point at files that exist; the snapshot's own data version is content-only, so
+    nothing downstream rebuilds."""
+    return f"{r.bundle_digest[:48]}@{sha256_bytes(r.abs_path.encode())[:15]}"
 
 
 def provenance_metadata(r: SkillRecord) -> dict[str, str | dg.MetadataValue]:

@@ -63,8 +63,10 @@ class CrawlResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def snapshot_id(self) -> str:
-        """Content address of the snapshot: changes iff any skill's content, verdict or duplicate status does."""
-        rows = [(r.skill_id, r.bundle_digest, r.status, sorted(r.reasons), r.duplicate_of) for r in self.records]
+        """Content address of the snapshot: changes iff any skill's content, verdict, duplicate status or location
+        does (a moved hub must publish records with the paths later stages read the skill's files from)."""
+        rows = [(r.skill_id, r.bundle_digest, r.status, sorted(r.reasons), r.duplicate_of, r.abs_path)
+                for r in self.records]
         return sha256_bytes(canonical_json(sorted(rows)).encode())[:16]
 
     def status_counts(self) -> dict[str, int]:

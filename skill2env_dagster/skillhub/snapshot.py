@@ -31,7 +31,7 @@ SKILLS_TABLE = "skills.parquet"
 
 _SCHEMA = pa.schema([
     ("skill_id", pa.string()), ("source", pa.string()), ("source_kind", pa.string()),
-    ("source_commit", pa.string()), ("rel_path", pa.string()), ("skill_file", pa.string()),
+    ("source_commit", pa.string()), ("abs_path", pa.string()), ("rel_path", pa.string()), ("skill_file", pa.string()),
     ("name", pa.string()), ("description", pa.string()), ("license", pa.string()), ("domain", pa.string()),
     ("status", pa.string()), ("reasons", pa.list_(pa.string())), ("duplicate_of", pa.string()),
     ("bundle_digest", pa.string()), ("warnings", pa.list_(pa.string())), ("n_files", pa.int32()),
@@ -45,7 +45,8 @@ def skills_table(records: list[SkillRecord]) -> pa.Table:
     for r in records:
         values = {
             "skill_id": r.skill_id, "source": r.source, "source_kind": r.source_kind,
-            "source_commit": r.source_commit, "rel_path": r.rel_path, "skill_file": r.skill_file,
+            "source_commit": r.source_commit, "abs_path": r.abs_path, "rel_path": r.rel_path,
+            "skill_file": r.skill_file,
             "name": r.name, "description": r.description, "license": r.license, "domain": r.domain,
             "status": r.status.value, "reasons": [c.value for c in r.reasons], "duplicate_of": r.duplicate_of,
             "bundle_digest": r.bundle_digest, "warnings": r.warnings, "n_files": len(r.files),

@@ -126,3 +126,25 @@ def test_analytics_are_stale_when_missing_or_older_than_a_partition(setup):
     _crawl(defs, instance)
     assert runner.process(KEY, True).status == "ran"
     assert analytics_stale(defs, instance, job)
+
+
+def test_a_moved_hub_refreshes_the_recorded_paths_and_rebuilds_nothing_else(setup, tmp_path):
+    """Same content at a new path: later stages read the skill's files from the record, so the snapshot partition
+    must re-run (the old folder may be gone); its content-only data version keeps everything downstream fresh."""
+    from skill2env_dagster.artifacts import SNAPSHOT
+    from skill2env_dagster.store import ArtifactStore
+
+    hub, defs, instance = setup
+    runner = PartitionRunner(defs, instance, CreationSettings(max_variants=1), {})
+    _crawl(defs, instance)
+    assert runner.process(KEY, eligible=True).status == "ran"
+
+    moved = tmp_path / "moved-hub"
+    shutil.move(hub, moved)
+    (tmp_path / "sources.yaml").write_text(f"sources:\n  - {{name: hub, kind: dir, path: {moved}}}\n")
+    _crawl(defs, instance)
+    again = runner.process(KEY, True)
+    assert (again.status, again.materialized) == ("ran", ["skillhub_snapshot"])
+    record = ArtifactStore(tmp_path / "artifacts").load(SNAPSHOT, KEY)
+    assert record.abs_path.startswith(str(moved))
+    assert runner.needed(KEY, True) == []
