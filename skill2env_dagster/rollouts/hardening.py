@@ -41,6 +41,7 @@ from skill2env_dagster.store import ArtifactStore, atomic_write_text
 from skill2env_dagster.tasks.generator import TaskGenerator, make_context
 from skill2env_dagster.tasks.grounding import ground
 from skill2env_dagster.tasks.pipeline import CreationSettings, GateFn, create_task
+from skill2env_dagster.tasks.publish import publish
 from skill2env_dagster.tasks.shapes import SHAPES
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,10 @@ class Rebuilder(Protocol):
         """A harder version of `task` (named for the round), built and gated like any candidate."""
         ...
 
+    def withdraw(self, task: TaskRef, evidence: str) -> str:
+        """Move a retained rebuild that is not harder to the rejected area (with the evidence); its new folder."""
+        ...
+
 
 RollOut = Callable[[TaskRef], tuple[list[Rollout], TaskCalibration]]
 Replay = Callable[[TaskRef, TaskRef], Rollout]  # (previous version, rebuild) -> previous solve.sh on the rebuild
@@ -74,7 +79,7 @@ class Trials:
 
     roll_out: RollOut
     replay: Replay
-    too_easy_above: float = 0.7
+    too_easy_above: float  # the calibration's threshold (RolloutSettings.too_easy_above)
 
 
 def task_trials(settings: RolloutSettings, endpoint: LLMConfig, open_sandbox: SandboxFactory, folder: Path,
@@ -116,11 +121,10 @@ def hardening_patterns(sample: AxisSample, pool: PatternPool, effects: Collectio
     rank = {e: i for i, e in enumerate(PLANTING)}
     ranked = sorted((p for p in fits if p.effect in effects and p.effect not in present),
                     key=lambda p: (rank.get(p.effect, len(rank)), p.dimension != sample.capability_dimension, p.id))
-    out: list[str] = []
+    first: dict[str, str] = {}  # effect -> its best pattern, in rank order
     for p in ranked:
-        if p.effect not in {q.effect for q in ranked if q.id in out}:
-            out.append(p.id)
-    return out
+        first.setdefault(p.effect, p.id)
+    return list(first.values())
 
 
 def _history_entry(r: HardeningRound, origin: str) -> dict[str, object]:
@@ -188,6 +192,7 @@ def harden_task(task: TaskRef, calibration: TaskCalibration, rebuilder: Rebuilde
         revision = harder_check(rebuilt.revision, previous, trials.too_easy_above)
         log.info("hardening task=%s round=%d %s", task.name, n, revision.evidence[:120])
         if not revision.retained:
+            revision = revision.model_copy(update={"path": rebuilder.withdraw(rebuilt.task, revision.evidence)})
             history.append(HardeningRound(round=n, why=cal.label_reason, before=cal, revision=revision,
                                           previous_solution=previous, seconds=round(time.perf_counter() - start, 3)))
             continue
@@ -261,9 +266,14 @@ class SampleRebuilder:
     """
 
     def __init__(self, versions: dict[str, Version], patterns: Callable[[Version, list[str]], list[str]],
-                 create: Callable[[AxisSample, str, str | None], Built]) -> None:
+                 create: Callable[[AxisSample, str, str | None], Built],
+                 withdraw: Callable[[TaskRef, str], str] | None = None) -> None:
         self._versions = dict(versions)  # task name -> the version it is
         self.patterns, self.create = patterns, create
+        self._withdraw = withdraw
+
+    def withdraw(self, task: TaskRef, evidence: str) -> str:
+        return self._withdraw(task, evidence) if self._withdraw else str(task.path)
 
     def rebuild(self, task: TaskRef, round_no: int, why: str) -> Rebuilt:
         v = self._versions[task.name]
@@ -311,4 +321,8 @@ def skill_rebuilder(store: ArtifactStore, skill: SkillRecord, plans: WorkflowPla
             return Built(False, reasons=[e.reason], evidence=[str(e)[:500]])
         return Built(bundle.status == "retained", bundle.path, bundle.reasons, bundle.evidence, bundle)
 
-    return SampleRebuilder(versions, patterns, create)
+    def withdraw(task: TaskRef, evidence: str) -> str:
+        reason = ReasonCode.HARDENING_NOT_HARDER.value
+        return str(publish(store, task.path, skill.skill_id, task.name, False, [reason], [evidence], None))
+
+    return SampleRebuilder(versions, patterns, create, withdraw)

@@ -43,7 +43,7 @@ class Folders:
     """Rebuilds by copying the fixture; `reject` lists rounds whose rebuild the gates refuse."""
 
     def __init__(self, root: Path, reject: tuple[int, ...] = ()) -> None:
-        self.root, self.reject, self.calls = root, reject, []
+        self.root, self.reject, self.calls, self.withdrawn = root, reject, [], []
 
     def rebuild(self, task: TaskRef, round_no: int, why: str) -> Rebuilt:
         self.calls.append((task.name, round_no, why))
@@ -55,6 +55,10 @@ class Folders:
                        reason=None if ok else ReasonCode.ORACLE_FAILED)
         return Rebuilt(rev, TaskRef(name, dest) if ok else None)
 
+    def withdraw(self, task: TaskRef, evidence: str) -> str:
+        self.withdrawn.append((task.name, evidence))
+        return f"rejected/{task.name}"
+
 
 def _replayed(r: float | None) -> Rollout:
     return Rollout(rollout_id="x--previous_solution--0", task_name="x", kind=RolloutKind.ORACLE,
@@ -65,7 +69,8 @@ def _replayed(r: float | None) -> Rollout:
 def _roll(means: list[float], previous: list[float | None] | None = None) -> Trials:
     """Rollout means per retained round; the previous solution scores 0.5 on every rebuild unless told."""
     it, prev = iter(means), iter(previous or [0.5] * 9)
-    return Trials(roll_out=lambda task: ([], _cal(next(it))), replay=lambda old, new: _replayed(next(prev)))
+    return Trials(roll_out=lambda task: ([], _cal(next(it))), replay=lambda old, new: _replayed(next(prev)),
+                  too_easy_above=0.7)
 
 
 def test_rounds_until_the_task_is_no_longer_too_easy(tmp_path):
@@ -90,6 +95,7 @@ def test_a_rebuild_the_previous_solution_still_solves_is_rejected(tmp_path):
     assert "r=0.90 (not ≤ 0.7: not harder)" in first.revision.evidence
     assert "not scored (container_died)" in second.revision.evidence
     assert [c[0] for c in rb.calls] == ["t", "t", "t"]  # every round revises the last version that counted
+    assert [w[0] for w in rb.withdrawn] == ["t-h1", "t-h2"] and first.revision.path == "rejected/t-h1"
     assert third.revision.retained and h.outcome == "hardened" and h.final_task == "t-h3"
     meta = TaskToml.from_toml((tmp_path / "t-h3" / "task.toml").read_text()).metadata[HISTORY_KEY]
     assert [(m["round"], m["retained"]) for m in meta] == [(1, False), (2, False), (3, True)]
