@@ -38,10 +38,10 @@ from skill2env_dagster.models.gate import GateReport
 from skill2env_dagster.models.judge import JudgeScores
 from skill2env_dagster.models.rollout import RewardForm, SolverRollouts
 from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, OutputLimits
-from skill2env_dagster.rollouts.hardening import harden_skill, skill_rebuilder
+from skill2env_dagster.rollouts.hardening import harden_skill, skill_rebuilder, task_trials
 from skill2env_dagster.rollouts.judge import Judge, judge_skill
 from skill2env_dagster.rollouts.report import build_report
-from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill, roll_out_task
+from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill
 from skill2env_dagster.rollouts.settings import AgentLimits, JudgeSettings, RolloutSettings, SolverConfig
 from skill2env_dagster.rollouts.sft import export_sft
 from skill2env_dagster.store import ArtifactStore
@@ -133,13 +133,14 @@ def hardening_figures(root: Path, factory: DockerSandboxFactory, attempts: int, 
         first = roll_out_skill(skill.skill_id, [TaskRef(original.task_name, Path(original.path))], settings,
                                endpoint, factory, root / "hardening" / "r0")
         rebuilder = skill_rebuilder(store, skill, plans, axes, created, OfflineGenerator(), gate, load_base_images())
-        result = harden_skill(first, rebuilder, lambda t: roll_out_task(t, settings, endpoint, factory,
-                                                                        root / "hardening" / t.name), rounds)
+        trials = task_trials(settings, endpoint, factory, root / "hardening")
+        result = harden_skill(first, rebuilder, trials, rounds)
     return {"task": original.task_name, "seconds": round(time.perf_counter() - start, 1),
             "before": (first.tasks[0].calibration.label, first.tasks[0].calibration.mean_reward_v),
             "outcomes": dict(Counter(t.outcome for t in result.tasks)), "not_needed": result.not_needed,
             "rounds": [{"round": r.round, "revision": r.revision.summary, "retained": r.revision.retained,
-                        "before": (r.before.label, r.before.mean_reward_v),
+                        "before": (r.before.label, r.before.mean_reward_v), "reason": r.revision.reason,
+                        "previous_solution_r": r.previous_solution.reward_v if r.previous_solution else None,
                         "after": (r.after.label, r.after.mean_reward_v) if r.after else None}
                        for t in result.tasks for r in t.rounds]}
 

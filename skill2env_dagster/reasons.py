@@ -92,6 +92,9 @@ class ReasonCode(StrEnum):
     TAMPER_DETECTED = "tamper_detected"  # the agent changed the verifier's toolchain: reward 0, scored
     REAP_FAILED = "reap_failed"  # the agent's processes could not be stopped (e.g. a fork bomb): reward 0, scored
     JUDGE_FAILED = "judge_failed"
+    # A hardening rebuild the previous version's reference solution still solves (mean r_V above the too_easy
+    # threshold): it demands nothing new, so the round is rejected and the previous version stands.
+    HARDENING_NOT_HARDER = "hardening_not_harder"
 
 
 # Which codes describe broken infrastructure (worth a retry) rather than a genuine verdict on the input.

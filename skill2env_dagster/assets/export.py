@@ -12,7 +12,18 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from skill2env_dagster.artifacts import AXES, CORPUS_KEY, EXPORT, GATES, PLANS, PROBE, SNAPSHOT, STATS, TASKS
+from skill2env_dagster.artifacts import (
+    AXES,
+    CORPUS_KEY,
+    EXPORT,
+    GATES,
+    HARDENING,
+    PLANS,
+    PROBE,
+    SNAPSHOT,
+    STATS,
+    TASKS,
+)
 from skill2env_dagster.assets.common import asset_code_version
 from skill2env_dagster.export.inputs import load_inputs
 from skill2env_dagster.export.run import CURRENT_EXPORT, PLOTS_DIR, STATS_FILE, export_corpus
@@ -33,7 +44,8 @@ def export_dir(artifacts: ArtifactStoreResource, config_out: str = "") -> Path:
 
 
 @dg.asset(
-    name=EXPORT.name, deps=[a.name for a in (SNAPSHOT, PLANS, AXES, TASKS, GATES, PROBE)], group_name="analytics",
+    name=EXPORT.name, deps=[a.name for a in (SNAPSHOT, PLANS, AXES, TASKS, GATES, PROBE, HARDENING)],
+    group_name="analytics",
     kinds={"parquet", "duckdb", "harbor"}, code_version=asset_code_version(EXPORT),
 )
 def corpus_export(context: dg.AssetExecutionContext, config: CorpusExportConfig,

@@ -51,10 +51,10 @@ from skill2env_dagster.resources.rollouts import (
 )
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, OutputLimits
-from skill2env_dagster.rollouts.hardening import harden_skill, skill_rebuilder
+from skill2env_dagster.rollouts.hardening import harden_skill, skill_rebuilder, task_trials
 from skill2env_dagster.rollouts.judge import Judge, judge_skill
 from skill2env_dagster.rollouts.report import PLOT_FILE, build_report, write_histogram
-from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill, roll_out_task
+from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill
 from skill2env_dagster.rollouts.settings import RolloutSettings, judge_endpoint, solver_fingerprint
 from skill2env_dagster.rollouts.sft import export_sft
 from skill2env_dagster.store import ArtifactStore, canonical_json, sha256_bytes
@@ -180,9 +180,12 @@ def _hardening_table(result: HardeningSet) -> str:
         for r in t.rounds:
             after = f"{r.after.label} ({_pct(r.after.mean_reward_v)})" if r.after else "-"
             gate = "retained" if r.revision.retained else f"rejected: {r.revision.reason}"
-            rows.append(f"| {t.task_name} | {r.round} | {r.why} | {r.revision.summary} | {gate} | "
+            prev = r.previous_solution
+            replayed = f"r={_pct(prev.reward_v)}" if prev is not None and prev.scored else "-"
+            rows.append(f"| {t.task_name} | {r.round} | {r.why} | {r.revision.summary} | {gate} | {replayed} | "
                         f"{r.before.label} ({_pct(r.before.mean_reward_v)}) | {after} |")
-    head = "| task | round | why | revision | gates | before | after |\n" + "|---" * 7 + "|\n"
+    head = ("| task | round | why | revision | verdict | previous solution on new task | before | after |\n"
+            + "|---" * 8 + "|\n")
     return head + "\n".join(rows) if rows else "no too_easy task"
 
 
@@ -207,10 +210,9 @@ def task_hardening(context: dg.AssetExecutionContext, artifacts: ArtifactStoreRe
     gen = OfflineGenerator() if bundles.generator == "offline" else task_generator(llm)
     rebuilder = skill_rebuilder(store, store.load(SNAPSHOT, key), store.load(PLANS, key), store.load(AXES, key),
                                 bundles, gen, docker.gate, docker.base_images())
-    sandboxes, folder = _sandboxes(docker, settings), store.dir(HARDENING, key)
-    result = harden_skill(store.load(ROLLOUTS, key), rebuilder, lambda t: roll_out_task(
-        t, settings, llm.to_config(), sandboxes, folder / t.name, timeout_cap_sec=docker.settings().timeout_cap_sec),
-        settings.hardening_rounds)
+    trials = task_trials(settings, llm.to_config(), _sandboxes(docker, settings), store.dir(HARDENING, key),
+                         docker.settings().timeout_cap_sec)
+    result = harden_skill(store.load(ROLLOUTS, key), rebuilder, trials, settings.hardening_rounds)
     digest = store.save(HARDENING, key, result)
     context.log.info(f"task_hardening skill={key} hardened={len(result.tasks)}")
     return dg.MaterializeResult(data_version=dg.DataVersion(digest[:24]), metadata={

@@ -1,11 +1,12 @@
-"""The Harbor dataset folder: retained, non-contaminated task folders side by side, plus manifest.json."""
+"""The Harbor dataset folder: retained, non-contaminated task folders side by side, plus manifest.json. A task
+hardened by `task_hardening` is exported as its latest round that counted, in place of its origin."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from skill2env_dagster.models.export import ExcludedTask, ExportManifest, ManifestEntry
+from skill2env_dagster.models.export import ExcludedTask, ExportManifest, HardeningLineage, ManifestEntry
 from skill2env_dagster.models.task import TaskBundle
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.store import write_model
@@ -13,10 +14,10 @@ from skill2env_dagster.store import write_model
 MANIFEST = "manifest.json"
 
 
-def _entry(b: TaskBundle, generator: str) -> ManifestEntry:
+def _entry(b: TaskBundle, generator: str, lineage: HardeningLineage | None) -> ManifestEntry:
     return ManifestEntry(task_name=b.task_name, skill_id=b.skill_id, workflow=b.workflow, variant=b.variant,
                          generator=generator, axes=b.axes, freeze_hash=b.freeze_hash, metrics=b.metrics,
-                         source_path=b.path)
+                         source_path=b.path, hardening=lineage)
 
 
 def _exclusion(b: TaskBundle, flagged: set[str], taken: set[str]) -> ExcludedTask | None:
@@ -33,8 +34,10 @@ def _exclusion(b: TaskBundle, flagged: set[str], taken: set[str]) -> ExcludedTas
 
 
 def write_dataset(retained: list[TaskBundle], generators: dict[str, str], flagged: set[str], dest: Path,
-                  decontam_checked: bool, benchmark_paths: list[str]) -> ExportManifest:
-    """Copy every exportable task into dest/<task_name>/ (dest is the staging folder of the whole export)."""
+                  decontam_checked: bool, benchmark_paths: list[str],
+                  lineage: dict[str, HardeningLineage] | None = None) -> ExportManifest:
+    """Copy every exportable task into dest/<task_name>/ (dest is the staging folder of the whole export);
+    `lineage` names the hardened ones (by exported task name)."""
     dest.mkdir(parents=True, exist_ok=True)
     entries: list[ManifestEntry] = []
     excluded: list[ExcludedTask] = []
@@ -44,7 +47,7 @@ def write_dataset(retained: list[TaskBundle], generators: dict[str, str], flagge
             excluded.append(why)
             continue
         shutil.copytree(b.path, dest / b.task_name, symlinks=True)
-        entries.append(_entry(b, generators.get(b.skill_id, "unknown")))
+        entries.append(_entry(b, generators.get(b.skill_id, "unknown"), (lineage or {}).get(b.task_name)))
     manifest = ExportManifest(n_tasks=len(entries), tasks=entries, excluded=excluded,
                               decontamination_checked=decontam_checked, benchmark_paths=benchmark_paths)
     write_model(dest / MANIFEST, manifest)

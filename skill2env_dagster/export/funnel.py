@@ -13,7 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skill2env_dagster.artifacts import CORPUS_KEY, GATES, JUDGE, PLANS, ROLLOUTS, SFT, STATS, TASKS
+from skill2env_dagster.artifacts import CORPUS_KEY, GATES, HARDENING, JUDGE, PLANS, ROLLOUTS, SFT, STATS, TASKS
+from skill2env_dagster.export.hardened import with_hardened
 from skill2env_dagster.export.inputs import load_inputs
 from skill2env_dagster.export.stats import corpus_stats
 from skill2env_dagster.export.tables import build_tables
@@ -170,14 +171,17 @@ def add_model_use(funnel: Funnel, store: ArtifactStore, stats_current: bool) -> 
 
 
 def retained_paths(store: ArtifactStore, skill_ids: Iterable[str]) -> list[str]:
-    """Published folders of the tasks that passed their gate report, for the given skills."""
+    """Published folders of the tasks that passed their gate report, for the given skills; a hardened task's latest
+    round that counted in place of its origin (as in the exported dataset)."""
     paths: list[str] = []
     for key in skill_ids:
         if not (store.exists(TASKS, key) and store.exists(GATES, key)):
             continue
         reports = store.load(GATES, key).reports
-        paths += [b.path for b in store.load(TASKS, key).retained()
+        passed = [b for b in store.load(TASKS, key).retained()
                   if (r := reports.get(b.task_name)) is not None and r.verdict is GateVerdict.RETAINED]
+        hardening = [store.load(HARDENING, key)] if store.exists(HARDENING, key) else []
+        paths += [b.path for b in with_hardened(passed, hardening)[0]]
     return sorted(paths)
 
 

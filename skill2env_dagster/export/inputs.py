@@ -6,10 +6,12 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skill2env_dagster.artifacts import AXES, CORPUS_KEY, FAILURES, GATES, PLANS, PROBE, SNAPSHOT, TASKS
+from skill2env_dagster.artifacts import AXES, CORPUS_KEY, FAILURES, GATES, HARDENING, PLANS, PROBE, SNAPSHOT, TASKS
+from skill2env_dagster.export.hardened import with_hardened
 from skill2env_dagster.models.axes import AxisSampleSet
-from skill2env_dagster.models.export import DecontamReport
+from skill2env_dagster.models.export import DecontamReport, HardeningLineage
 from skill2env_dagster.models.failure import SkillFailures, StageFailure
+from skill2env_dagster.models.hardening import HardeningSet
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.probe import ProbeReport
 from skill2env_dagster.models.skill import SkillRecord
@@ -30,10 +32,15 @@ class CorpusInputs:
     probe: ProbeReport | None = None
     decontam: DecontamReport | None = None
     failures: list[SkillFailures] = field(default_factory=list)
+    hardening: list[HardeningSet] = field(default_factory=list)
 
     def retained(self) -> list[TaskBundle]:
         """Every retained candidate of every skill, in store order."""
         return [b for s in self.bundles for b in s.retained()]
+
+    def to_export(self) -> tuple[list[TaskBundle], dict[str, HardeningLineage]]:
+        """The retained tasks, a hardened origin replaced by its latest round that counted (with its lineage)."""
+        return with_hardened(self.retained(), self.hardening)
 
     def generator_of(self) -> dict[str, str]:
         return {s.skill_id: s.generator for s in self.bundles}
@@ -63,6 +70,7 @@ def load_inputs(store: ArtifactStore) -> CorpusInputs:
         gates=list(store.load_all(GATES).values()),
         probe=probe,
         failures=list(store.load_all(FAILURES).values()),
+        hardening=list(store.load_all(HARDENING).values()),
     )
     log.info("export inputs skills=%d plans=%d bundles=%d gates=%d probe=%s", len(inputs.skills), len(inputs.plans),
              len(inputs.bundles), len(inputs.gates), probe is not None)

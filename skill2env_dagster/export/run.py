@@ -42,10 +42,11 @@ class ExportResult:
 
 
 def decontaminate_retained(inputs: CorpusInputs, cfg: DecontamConfig) -> DecontamReport | None:
-    """Check retained tasks' instructions against the configured benchmarks; None when none is configured."""
+    """Check the instructions of the tasks to export (hardened versions in place of their origins) against the
+    configured benchmarks; None when none is configured."""
     if not cfg.benchmark_paths:
         return None
-    ours = [TextDoc(b.task_name, instruction_of(b)) for b in inputs.retained()]
+    ours = [TextDoc(b.task_name, instruction_of(b)) for b in inputs.to_export()[0]]
     return check_contamination(ours, load_benchmark_docs(cfg.benchmark_paths), cfg)
 
 
@@ -56,8 +57,10 @@ def export_corpus(inputs: CorpusInputs, out: Path, cfg: DecontamConfig | None = 
     staging = out.with_name(f".{out.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)  # a crashed earlier export's leftovers
     flagged = set(inputs.decontam.flagged) if inputs.decontam else set()
-    manifest = write_dataset(inputs.retained(), inputs.generator_of(), flagged, staging / DATASET_DIR,
-                             decontam_checked=inputs.decontam is not None, benchmark_paths=cfg.benchmark_paths)
+    exported, lineage = inputs.to_export()
+    manifest = write_dataset(exported, inputs.generator_of(), flagged, staging / DATASET_DIR,
+                             decontam_checked=inputs.decontam is not None, benchmark_paths=cfg.benchmark_paths,
+                             lineage=lineage)
     tables = build_tables(inputs)
     (staging / TABLES_DIR).mkdir(parents=True)
     for name, table in tables.items():

@@ -32,6 +32,8 @@ class AxisSample(BaseModel):
     expertise: Expertise
     capability_dimension: Capability
     difficulty_pattern: str = Field(description="Id of a pattern from the difficulty-pattern pool.")
+    added_patterns: list[str] = Field(default_factory=list, description="Patterns hardening rounds added on top "
+                                      "of the sampled one, in round order (each realised when the shape can).")
     from_pool: bool = Field(description="True when the primary combination came from the planner's pool.")
     fallbacks: list[AxisCombo] = Field(default_factory=list)
     seed: int = Field(description="The RNG seed derived from (skill digest, variant, global seed).")

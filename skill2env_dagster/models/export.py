@@ -10,6 +10,18 @@ from skill2env_dagster.reasons import ReasonCode
 SCHEMA_VERSION = 1
 
 
+class HardeningLineage(BaseModel):
+    """Where an exported hardened task comes from: it replaces its origin in the dataset."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    origin: str = Field(description="The task as first created (not exported itself).")
+    round: int = Field(ge=1, description="The latest hardening round that passed the gates and the harder check.")
+    reason: str = Field(description="Why the round ran, e.g. 'mean r_V 1.000 > 0.7'.")
+    revision: str = Field(description="What the round changed.")
+    evidence: str = Field(default="", description="The harder check, e.g. 'previous solution on new task: r=0.42'.")
+
+
 class ManifestEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -22,6 +34,8 @@ class ManifestEntry(BaseModel):
     freeze_hash: str = ""
     metrics: list[str] = Field(default_factory=list)
     source_path: str = Field(description="The published task folder it was copied from.")
+    hardening: HardeningLineage | None = Field(default=None, description="Set when a hardened round replaces "
+                                               "the task first created.")
 
 
 class ExcludedTask(BaseModel):

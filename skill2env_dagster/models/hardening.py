@@ -10,7 +10,7 @@ from skill2env_dagster.models.rollout import DifficultyLabel, Rollout, TaskCalib
 from skill2env_dagster.reasons import ReasonCode
 
 SCHEMA_VERSION = 1
-Outcome = Literal["hardened", "still_too_easy", "rebuild_rejected", "uncalibrated"]
+Outcome = Literal["hardened", "still_too_easy", "rebuild_rejected", "not_harder", "uncalibrated"]
 
 
 class _Strict(BaseModel):
@@ -29,9 +29,12 @@ class Revision(_Strict):
     required_steps_after: int | None = None
     task_name: str = Field(description="The rebuilt task's name.")
     path: str = Field(default="", description="Its published folder (retained or rejected area).")
-    retained: bool
-    reason: ReasonCode | None = Field(default=None, description="Why the gates rejected it, when they did.")
+    retained: bool = Field(description="Passed the gates and defeats the previous version's solution: the round's "
+                           "rebuild stands (and replaces its origin in the export).")
+    reason: ReasonCode | None = Field(default=None, description="Why the gates (or the harder check) rejected it.")
     evidence: str = ""
+    freeze_hash: str = ""
+    metrics: list[str] = Field(default_factory=list, description="The rebuild's reward metrics.")
 
 
 class HardeningRound(_Strict):
@@ -40,6 +43,9 @@ class HardeningRound(_Strict):
     before: TaskCalibration
     revision: Revision
     after: TaskCalibration | None = Field(default=None, description="None when the rebuild was not retained.")
+    previous_solution: Rollout | None = Field(
+        default=None, description="The previous version's solution/solve.sh run on the rebuild (a stand-in for a "
+        "policy that learned it): the round counts only when its mean r_V is at most the too_easy threshold.")
     rollouts: list[Rollout] = Field(default_factory=list)
     seconds: float = Field(default=0.0, ge=0)
 

@@ -8,6 +8,7 @@ same harness, container and verifier as the solvers, so their trajectories are c
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Protocol
 
 from skill2env_dagster.llm.tools import ChatMessage, RequestedCall, ToolChat, ToolTurn
@@ -17,6 +18,7 @@ from skill2env_dagster.rollouts.sandbox import Sandbox
 from skill2env_dagster.rollouts.tools import BASH
 
 ORACLE_CALL_ID = "call_oracle_solve"
+PREVIOUS_SOLUTION = "previous_solution"
 
 
 class Policy(Protocol):
@@ -52,17 +54,19 @@ class ModelPolicy:
 
 
 class OraclePolicy:
-    """Runs solution/solve.sh as one bash call, then stops."""
+    """Runs solution/solve.sh as one bash call, then stops. With `solution_dir` (hardening's check) it runs another
+    version's solution instead: the previous round's, on the rebuilt task."""
 
     kind = RolloutKind.ORACLE
-    solver = "oracle"
     model = ""
 
-    def __init__(self) -> None:
+    def __init__(self, solution_dir: Path | None = None) -> None:
         self._turns = 0
+        self.solution_dir = solution_dir
+        self.solver = "oracle" if solution_dir is None else PREVIOUS_SOLUTION
 
     def prepare(self, sandbox: Sandbox, task: TaskDir) -> None:
-        sandbox.upload_dir(task.solution_dir, CONTAINER_SOLUTION)
+        sandbox.upload_dir(self.solution_dir or task.solution_dir, CONTAINER_SOLUTION)
 
     def act(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> ToolTurn:
         self._turns += 1

@@ -28,12 +28,13 @@ from skill2env_dagster.models.rollout import (
     TaskCalibration,
     TaskRollouts,
 )
+from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.calibration import calibrate
 from skill2env_dagster.rollouts.episode import EpisodeSpec, run_episode
-from skill2env_dagster.rollouts.policy import ModelPolicy, NoopPolicy, OraclePolicy, Policy
+from skill2env_dagster.rollouts.policy import PREVIOUS_SOLUTION, ModelPolicy, NoopPolicy, OraclePolicy, Policy
 from skill2env_dagster.rollouts.sandbox import SandboxFactory
-from skill2env_dagster.rollouts.settings import RolloutSettings, solver_endpoint
+from skill2env_dagster.rollouts.settings import AgentLimits, RolloutSettings, solver_endpoint
 from skill2env_dagster.store import atomic_replace_dir
 
 log = logging.getLogger(__name__)
@@ -65,12 +66,15 @@ def rollout_id(task: str, solver: str, attempt: int) -> str:
     return f"{full[: MAX_ID - 13]}-{hashlib.sha256(full.encode()).hexdigest()[:12]}"
 
 
+def reference_limits(settings: RolloutSettings) -> AgentLimits:
+    """The Oracle runs solve.sh as one call: it gets the task's whole agent time, not one command's."""
+    return settings.limits.model_copy(update={"command_timeout_sec": 1e9, "max_turns": 2})
+
+
 def plan_jobs(tasks: Sequence[TaskRef], settings: RolloutSettings, default: LLMConfig,
               chat_factory: ChatFactory = ToolChat, timeout_cap_sec: float | None = None) -> list[Job]:
     """References first (they need no model), then every solver's k attempts, task by task."""
-    lim = settings.limits
-    # The Oracle runs solve.sh as one call: it gets the task's whole agent time, not one command's.
-    ref_limits = lim.model_copy(update={"command_timeout_sec": 1e9, "max_turns": 2})
+    lim, ref_limits = settings.limits, reference_limits(settings)
     chats = {s.name: chat_factory(solver_endpoint(s, default)) for s in settings.solvers}
     jobs: list[Job] = []
     for t in tasks:
@@ -119,6 +123,16 @@ def roll_out_task(task: TaskRef, settings: RolloutSettings, default: LLMConfig, 
     jobs = plan_jobs([task], settings, default, chat_factory, timeout_cap_sec)
     rollouts = run_jobs(jobs, open_sandbox, folder, settings.concurrency)
     return rollouts, calibrate(rollouts, settings.too_easy_above)
+
+
+def replay_solution(previous: TaskRef, task: TaskRef, settings: RolloutSettings, open_sandbox: SandboxFactory,
+                    folder: Path, *, timeout_cap_sec: float | None = None) -> Rollout:
+    """`previous`'s solution/solve.sh run as one call on `task` (hardening's check that a rebuild is harder)."""
+    spec = EpisodeSpec(task.name, task.path, rollout_id(task.name, PREVIOUS_SOLUTION, 0), 0,
+                       reference_limits(settings), timeout_cap_sec, settings.judge.diff_chars)
+    solution = TaskDir(previous.path).solution_dir
+    job = Job(task, spec, lambda: OraclePolicy(solution), RolloutKind.ORACLE, PREVIOUS_SOLUTION, "")
+    return _safe_run(job, open_sandbox, folder)
 
 
 def roll_out_skill(skill_id: str, tasks: Sequence[TaskRef], settings: RolloutSettings, default: LLMConfig,

@@ -129,6 +129,10 @@ def pick_effects(shape: Shape, sample: AxisSample, level: int, pool: PatternPool
                       f"in {shape.name}; used {alt.id} from the same dimension")
         else:
             reason = f"{sample.difficulty_pattern} has no realisation in {shape.name} and no same-dimension pattern has"
+    for pid in sample.added_patterns:  # hardening's additions keep every earlier round's pattern in play
+        added = pool.by_id(pid)
+        if added and added.effect in shape.effects and added.effect not in [e for e, _, _ in chosen]:
+            chosen.append((added.effect, added.id, added.dimension))
     for lv in sorted(LEVEL_EFFECTS):
         if level >= lv:
             for effect in LEVEL_EFFECTS[lv]:
@@ -141,15 +145,17 @@ def pick_effects(shape: Shape, sample: AxisSample, level: int, pool: PatternPool
 
 def plan_task(skill: SkillRecord, knowledge: SkillKnowledge, workflow: Workflow, sample: AxisSample,
               task_name: str, seed: int, vocabulary: list[str], used: Sequence[str] = (),
-              focus: WorkflowFocus | None = None) -> Planned:
-    """The blueprint and its design; raises NoShapeError (creator_contract_failed) when nothing can be built."""
+              focus: WorkflowFocus | None = None, prefer: str | None = None) -> Planned:
+    """The blueprint and its design; raises NoShapeError (creator_contract_failed) when nothing can be built.
+    `prefer` names a shape to try first (a hardening rebuild keeps its previous version's shape)."""
     text = SkillText(skill)
     fams = families(compile_candidates(knowledge, skill.skill_file, list(text.docs.values())))
     pool = load_patterns()
     rng = random.Random(f"{seed}:blueprint")
     level = ("easy", "medium", "hard", "complex").index(sample.complexity)
     tried: list[str] = []
-    for shape, reason in shape_order(sample, fams, used, focus):
+    order = sorted(shape_order(sample, fams, used, focus), key=lambda o: prefer is not None and o[0].name != prefer)
+    for shape, reason in order:
         preds = pick_predicates(shape, fams.get(shape.family, []), level, sample.variant, focus)
         if not preds:
             continue

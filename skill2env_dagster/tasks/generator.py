@@ -40,6 +40,7 @@ class CreationContext:
     seed: int
     knowledge: SkillKnowledge | None = None
     focus: WorkflowFocus | None = field(default=None)  # the part of the method the planner built the workflow on
+    shape: str | None = None  # an offline shape to try first (a hardening rebuild keeps its previous shape)
 
 
 @dataclass
@@ -99,7 +100,7 @@ class OfflineGenerator:
             used = self._used.setdefault(ctx.skill.skill_id, [])
             knowledge = ctx.knowledge or extract_knowledge(ctx.skill)
             planned = plan_task(ctx.skill, knowledge, ctx.workflow, ctx.sample, ctx.task_name, ctx.seed,
-                                ctx.grounding.vocabulary, used, ctx.focus)
+                                ctx.grounding.vocabulary, used, ctx.focus, ctx.shape)
             self._planned[ctx.task_name] = planned
             used.append(planned.design.shape)
         return self._planned[ctx.task_name]
@@ -149,6 +150,6 @@ class OfflineGenerator:
 
 def make_context(skill: SkillRecord, workflow: Workflow, sample: AxisSample, base_images: dict[str, str],
                  task_name: str, grounding: Grounding | None = None, knowledge: SkillKnowledge | None = None,
-                 focus: WorkflowFocus | None = None) -> CreationContext:
+                 focus: WorkflowFocus | None = None, shape: str | None = None) -> CreationContext:
     return CreationContext(skill, workflow, sample, grounding or ground(skill), base_images, task_name,
-                           task_seed(skill, sample), knowledge, focus)
+                           task_seed(skill, sample), knowledge, focus, shape)

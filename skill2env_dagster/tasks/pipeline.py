@@ -76,6 +76,7 @@ def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator)
         "persona": s.persona, "tone": s.tone, "expertise": s.expertise,
         "sampled_archetype": s.archetype, "sampled_verifier_pattern": s.primary_verifier_pattern,
         "capability_dimension": s.capability_dimension, "difficulty_pattern": s.difficulty_pattern,
+        **({"added_patterns": s.added_patterns} if s.added_patterns else {}),  # by hardening rounds
         "recipe": env.recipe, "generator": gen.kind, "model": gen.model or "none",
         "prompt_version": gen.prompt_version, "base_image_pins": _pins({env.image: ctx.base_images[env.image]}),
         **gen.metadata(ctx),

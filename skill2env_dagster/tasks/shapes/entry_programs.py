@@ -344,12 +344,14 @@ def per_input(score):
     return sum(vals) / len(vals)
 '''
 
+VENDOR = "vendor"
 SCAN_SOLVER = r'''
 import json, pathlib, re, sys
 
 RULES = json.loads(__RULES__)
+SKIP = json.loads(__SKIP__)  # top-level folders out of scope
 root = pathlib.Path(sys.argv[1])
-for path in sorted(p for p in root.rglob("*") if p.is_file()):
+for path in sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] not in SKIP):
     for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
         for rule in RULES:
             if re.search(r"(?<![\w-])" + re.escape(rule["token"]) + r"(?![\w-])", line):
@@ -387,7 +389,7 @@ class TokenScanner:
     verifier = "adversarial_corpus"
     family = "entries"
     kinds = frozenset({"forbid_token", "replace_token"})
-    effects = frozenset({"boundary", "multi_rule", "rule_in_docs", "split_sources"})
+    effects = frozenset({"boundary", "multi_rule", "rule_in_docs", "split_sources", "precondition"})
 
     def design(self, inp: ShapeInput) -> Design:
         preds = inp.preds
@@ -396,12 +398,21 @@ class TokenScanner:
         hidden = [_corpus(preds, rng, inp.vocabulary, 3 + inp.level, 14) for _ in range(3)]
         if any(len(h[1]) < 3 or len(h[2]) < 2 for h in hidden):
             raise ShapeError("corpus: too few breaches or near misses")
+        scoped = inp.has("precondition")  # vendored code breaks the rules too, but is never scanned
+        if scoped:
+            for tree in [visible, *(h[0] for h in hidden)]:
+                vendored = _corpus(preds, rng, inp.vocabulary, 2 + inp.level, 14)[0]
+                tree |= {f"{VENDOR}/{k}": v for k, v in vendored.items()}
         files: dict[str, str | bytes] = {f"app/src/{k}": v for k, v in visible.items()}
-        files[NOTES.lstrip("/")] = notes_doc("Review notes", inp.text, preds)
+        scope = (f"Quoted from our {inp.text.name} playbook. The rule ids (R1, R2, …) are ours; the wording under "
+                 f"each id is the playbook's own. Code under `{VENDOR}/` is third-party: it is never scanned, "
+                 "whatever it contains." if scoped else "")
+        files[NOTES.lstrip("/")] = notes_doc("Review notes", inp.text, preds, scope)
         hidden_files = {f"hidden/tree-{i + 1}/{k}": v for i, h in enumerate(hidden) for k, v in h[0].items()}
         expected = {"inputs": {f"tree-{i + 1}": {"hits": h[1], "near": h[2]} for i, h in enumerate(hidden)}}
         rules = [{"id": p.id, "token": p.params["token"]} for p in preds]
-        program = "#!/usr/bin/env python3\n" + SCAN_SOLVER.replace("__RULES__", repr(json.dumps(rules))).strip() + "\n"
+        program = "#!/usr/bin/env python3\n" + SCAN_SOLVER.replace("__RULES__", repr(json.dumps(rules))).replace(
+            "__SKIP__", repr(json.dumps([VENDOR] if scoped else []))).strip() + "\n"
         naive = program.replace('r"(?<![\\w-])" + re.escape(rule["token"]) + r"(?![\\w-])"',
                                 're.escape(rule["token"])')
         metrics = [
@@ -457,7 +468,9 @@ class TokenScanner:
                         for e, t in {"boundary": "near-miss names dominate the hidden trees",
                                      "multi_rule": "several banned tokens, one rule id each",
                                      "rule_in_docs": "the banned tokens' exact spelling is in the quoted notes",
-                                     "split_sources": "breaches spread over many files"}.items()
+                                     "split_sources": "breaches spread over many files",
+                                     "precondition": f"vendored code under {VENDOR}/ breaks the rules but is out "
+                                                     "of scope (the notes' preamble)"}.items()
                         if e in inp.effects],
             facts=[f"/app/src: {len(visible)} sample source files", f"{NOTES}: the playbook's rules, quoted",
                    "3 hidden source trees in tests/ (not visible)"],

@@ -371,7 +371,10 @@ labels = {l: i + 1 for i, l in enumerate(SPEC["labels"])}
 required = [i + 1 for i, o in enumerate(SPEC["optional"]) if not o]
 rows = []
 for path in sorted(pathlib.Path(SPEC["dir"]).glob("a-*.txt")):
-    steps = [labels[m.group(1)] for ln in path.read_text().splitlines() if (m := re.match(r"\S+ done: (.*)$", ln))]
+    text = path.read_text()
+    if SPEC["scoped"] and "mode=dry-run" in text.splitlines()[0]:
+        continue
+    steps = [labels[m.group(1)] for ln in text.splitlines() if (m := re.match(r"\S+ done: (.*)$", ln))]
     left = [s for s in required if s not in steps]
     rows.append((path.stem, str(left[0]) if left else "done"))
 '''
@@ -399,18 +402,21 @@ class RunResume:
     family = "procedure"
     kinds = frozenset({"order"})
     max_preds = 1
-    effects = frozenset({"boundary", "rule_in_docs", "ordering", "dependent", "multi_rule"})
+    effects = frozenset({"boundary", "rule_in_docs", "ordering", "dependent", "multi_rule", "precondition"})
 
     def design(self, inp: ShapeInput) -> Design:
-        from skill2env_dagster.tasks.worlds.runs import build_partial, next_step
+        from skill2env_dagster.tasks.worlds.runs import add_dry_runs, build_partial, next_step
 
         pred = inp.preds[0]
         world, runs = build_partial(pred, 7 + 3 * inp.level, inp.rng("resume"))
+        scoped = inp.has("precondition")  # dry runs among the attempts: never resumed (the procedure's preamble)
+        dry = add_dry_runs(world, runs, inp.rng("dry")) if scoped else []
         start = dt.datetime(2024, 5, 6, 8, 0) + dt.timedelta(days=inp.rng("date").randint(0, 200))
         files: dict[str, str | bytes] = {}
         for i, r in enumerate(runs):
             t = start + dt.timedelta(hours=3 * i)
-            lines = [f"{t:%Y-%m-%dT%H:%M:%SZ} started"]
+            head = [f"# {r.id} mode={'dry-run' if r.id in dry else 'live'}"] if scoped else []
+            lines = [*head, f"{t:%Y-%m-%dT%H:%M:%SZ} started"]
             for s in r.steps:
                 t += dt.timedelta(minutes=4 + s % 7)
                 lines.append(f"{t:%Y-%m-%dT%H:%M:%SZ} done: {world.labels[s - 1]}")
@@ -418,12 +424,14 @@ class RunResume:
         doc = doc_path(pred)
         files[doc.lstrip("/")] = notes_doc(pred.subject, inp.text, [pred],
                                            f"Quoted from our {inp.text.name} playbook; the step numbers are the "
-                                           "playbook's order.")
-        answers = {r.id: next_step(world, r.steps) for r in runs}
+                                           "playbook's order." + (" Dry runs only rehearse the procedure: they are "
+                                                                  "never resumed and get no plan." if scoped else ""))
+        answers = {r.id: next_step(world, r.steps) for r in runs if r.id not in dry}
         groups = {"skipped_required": "skipped_earlier", "optional_ahead": "optional_next", "retried_steps": "retry"}
         strata = {name: sorted(r.id for r in runs if r.kind == kind) for name, kind in groups.items()}
-        expected: dict[str, Any] = {"answers": answers, "strata": {k: v for k, v in strata.items() if v}}
-        spec = {"labels": world.labels, "optional": world.optional, "dir": RUNS, "out": NEXT}
+        expected: dict[str, Any] = {"answers": answers, "strata": {k: v for k, v in strata.items() if v},
+                                    "dry": dry}
+        spec = {"labels": world.labels, "optional": world.optional, "dir": RUNS, "out": NEXT, "scoped": scoped}
         solver = RESUME_SOLVER.replace("__SPEC__", repr(json.dumps(spec)))
         metrics = [Metric("next_exact", "Share of runs whose next step (or done) is exactly right.",
                           'return exact_rate(EXPECTED["answers"], out)', ("exact_rate",), [pred.id])]
@@ -439,6 +447,11 @@ class RunResume:
                               '               [[r] for r, n in out if n == "done"])'
                               ' * precision([r for r, _ in out], EXPECTED["answers"])', ("jaccard", "precision"),
                               [pred.id]))
+        if dry:
+            metrics.append(Metric("dry_runs_left_out", "Share of dry runs given no plan, weighted by next_exact.",
+                                  'listed = {r for r, _ in out}\n'
+                                  'gone = sum(r not in listed for r in EXPECTED["dry"]) / len(EXPECTED["dry"])\n'
+                                  'return gone * metric_next_exact(out)', (), [pred.id]))
         check = CheckScript(RESUME_LOADER, metrics, {"SEP": '","', "OUT": repr(NEXT)}, ("read_table",))
         ids = sorted(answers)
         optional = [lab for lab, o in zip(world.labels, world.optional, strict=False) if o]
@@ -452,7 +465,8 @@ class RunResume:
             semantics=["Next is the lowest number among the required ones not completed yet, even if a later one "
                        "was already done; the ones marked optional are never required, and an attempt with all "
                        "required ones done gets `done`.",
-                       "Write one entry per attempt under the header `attempt,next`, with the number or `done`."],
+                       f"Write one entry per attempt{' to resume' if scoped else ''} under the header "
+                       "`attempt,next`, with the number or `done`."],
             deliverable=f"Put the plan in {NEXT}.", constraints=["Do not edit the attempt files."],
             hint="Match each entry's text after `done: ` to the numbered parts.",
             example="a-999,3", outputs=[NEXT, "/app/out"])
@@ -484,10 +498,14 @@ class RunResume:
                                      "rule_in_docs": "the order and the optional steps are only in the procedure",
                                      "ordering": "a required step skipped earlier comes before later ones",
                                      "dependent": "each run's plan depends on what its log already holds",
-                                     "multi_rule": "runs stand at different points of the procedure"}.items()
+                                     "multi_rule": "runs stand at different points of the procedure",
+                                     "precondition": "dry runs, marked in each log's first line, are never "
+                                                     "resumed"}.items()
                         if e in inp.effects],
             facts=[f"{RUNS}/a-*.txt: {len(runs)} unfinished attempts", f"{doc}: the procedure, quoted"],
             boundary=InformationBoundary(stated=["where the logs and the procedure are", "what 'next' means"],
-                                         discover=["the step order and which steps are optional"]),
+                                         discover=["the step order and which steps are optional"]
+                                         + (["that dry runs are never resumed (procedure preamble)"] if scoped
+                                            else [])),
             docs=[doc], deliverables=[NEXT],
         )

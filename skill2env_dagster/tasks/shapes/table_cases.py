@@ -76,7 +76,7 @@ def collect():
     rows = []
     for ln in pathlib.Path(SPEC["cases"]).read_text().splitlines()[1:]:
         cid, text, *rest = ln.split("\t")
-        if status.get(cid, rest[0] if rest else "open") != "open":
+        if SPEC["scoped"] and status.get(cid, rest[0] if rest else "open") != "open":
             continue
         rows.append((cid, answer(text)))
     return rows
@@ -130,8 +130,9 @@ class TableCases:
 
     def design(self, inp: ShapeInput) -> Design:
         pred = inp.preds[0]
+        # Split sources put the case status in its own file, so they always come with a status that decides.
         world = build(pred, 12 + 5 * inp.level, inp.rng("cases"), inp.vocabulary,
-                      precondition=inp.has("precondition"))
+                      precondition=inp.has("precondition") or inp.has("split_sources"))
         answer_col = col_name(world.answer_col)
         split = inp.has("split_sources") and world.scoped
         files: dict[str, str | bytes] = {}
@@ -147,13 +148,15 @@ class TableCases:
             files[STALE.lstrip("/")] = self._stale(world)
         expected: dict[str, Any] = {"answers": world.expected(),
                     "unknown": sorted(cid for cid, a in world.expected().items() if a == UNKNOWN),
-                    "counts": dict(Counter(world.expected().values()))}
+                    "counts": dict(Counter(world.expected().values())),
+                    "closed": sorted(c.id for c in world.cases if not world.in_scope(c))}
         lines = self._row_lines(inp, world, str(files[DOC.lstrip("/")]))
         if self.evidence:
             expected["cited"] = sorted([c.id, c.answer, lines[c.row] if c.row >= 0 else ""]
                                        for c in world.cases if world.in_scope(c))
         metrics = self._metrics(world, expected, inp.has("dependent"))
         spec = {"mode": world.mode, "mapping": world.mapping, "cases": CASES, "status": STATUS if split else "",
+                "scoped": world.scoped,
                 "out": OUT, "answer_col": answer_col + ("\tline" if self.evidence else ""),
                 "counts": COUNTS if inp.has("dependent") else "", "lines": self._key_lines(world, lines)}
         solver = SOLVER.replace("__SPEC__", repr(json.dumps(spec))) + (EVIDENCE_SOLVER if self.evidence else "")
@@ -227,6 +230,12 @@ class TableCases:
                               'return jaccard([[c] for c in EXPECTED["unknown"]], '
                               '[[c] for c, v in out["rows"] if v == "unknown"]) * ' + PRECISION,
                               ("jaccard", "precision"), pid))
+        if expected["closed"]:
+            out.append(Metric("closed_cases_left_out", "Share of the cases out of scope (not open) left unanswered, "
+                              "weighted by answers_exact.",
+                              'listed = {c for c, _ in out["rows"]}\n'
+                              'gone = sum(c not in listed for c in EXPECTED["closed"]) / len(EXPECTED["closed"])\n'
+                              'return gone * metric_answers_exact(out)', (), pid))
         if self.evidence:
             out.append(Metric("cited_rows", "Jaccard of (case, answer, line) triples: each answer must cite the "
                               "line of the reference table row that decides it.",

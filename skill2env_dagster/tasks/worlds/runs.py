@@ -158,6 +158,17 @@ def next_step(world: RunWorld, steps: list[int]) -> str:
     return str(left[0]) if left else "done"
 
 
+def add_dry_runs(world: RunWorld, runs: list[PartialRun], rng: random.Random) -> list[str]:
+    """Two or three dry runs (rehearsals: out of scope, never resumed) among the runs, all renumbered; their ids."""
+    n = len(world.labels)
+    runs += [PartialRun("", list(range(1, rng.randint(1, max(1, n - 1)) + 1)), "dry_run")
+             for _ in range(2 + rng.randint(0, 1))]
+    rng.shuffle(runs)
+    for i, r in enumerate(runs):
+        r.id = f"a-{i + 1:03d}"
+    return sorted(r.id for r in runs if r.kind == "dry_run")
+
+
 def build_partial(pred: Predicate, n_runs: int, rng: random.Random) -> tuple[RunWorld, list[PartialRun]]:
     """In-progress runs whose next step a solver must plan from the procedure: some skipped a required step
     earlier (it comes next, not the one after the last logged step), some stand before an optional step (which is
