@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 LABEL = "skill2env.gate"
 SERVICE_LABEL = "skill2env.service"  # on a stand-in service's container: its service name
-SERVICE_START_SEC = 30.0  # a service that is not healthy by then fails the trial (service_failed)
 MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed anyway
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
@@ -226,7 +225,7 @@ class Trial:
             self._wait_healthy(spec, self.sidecars[spec.name])
 
     def _wait_healthy(self, spec: ServiceSpec, box: Container) -> None:
-        deadline = time.monotonic() + SERVICE_START_SEC
+        deadline = time.monotonic() + self.settings.service_start_sec
         while time.monotonic() < deadline:
             box.reload()
             if box.status != "running":
@@ -236,7 +235,8 @@ class Trial:
             time.sleep(0.1)
         logs = _bytes(box.logs(tail=5)).decode(errors="replace")
         raise InputError(ReasonCode.SERVICE_FAILED,
-                         f"service {spec.name} is {box.status}, not healthy after {SERVICE_START_SEC}s: {logs[-300:]}")
+                         f"service {spec.name} is {box.status}, not healthy after {self.settings.service_start_sec}s: "
+                         f"{logs[-300:]}")
 
     def stop_services(self) -> None:
         for box in self.sidecars.values():

@@ -120,6 +120,9 @@ def parse_services(text: str) -> list[ServiceSpec]:
             continue
         if not isinstance(body, dict) or not str(name).replace("-", "").replace("_", "").isalnum():
             raise InputError(ReasonCode.STATIC_VALIDATION_FAILED, f"{COMPOSE_FILE}: service {name!r} is malformed")
+        if "image" in body or "name" in body:  # both are ours to set (the task's built image, the service's key)
+            raise InputError(ReasonCode.STATIC_VALIDATION_FAILED,
+                             f"{COMPOSE_FILE}: service {name}: no `image`: only `build: .` (the task's own image)")
         try:
             out.append(ServiceSpec.model_validate({**body, "name": str(name)}))
         except ValidationError as e:
