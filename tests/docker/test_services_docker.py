@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -66,4 +67,30 @@ def test_ctrl_c_removes_the_services_too(make_task, docker_client):
     proc.send_signal(2)
     _, err = proc.communicate(timeout=60)
     assert "KeyboardInterrupt" in err
+    assert _leftovers(docker_client, run_id) == []
+
+
+def test_openapi_only_skill_gets_a_retained_service_task(docker_client, tmp_path):
+    """A skill whose API is documented only by the OpenAPI file it ships (a fixture of ours) gets a service_sync
+    task that passes every gate stage; its forgeries score 0 and nothing is left behind."""
+    from skill2env_dagster.gates.base_images import load_base_images
+    from skill2env_dagster.store import ArtifactStore
+    from skill2env_dagster.tasks.generator import OfflineGenerator
+    from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
+    from tests.unit.task_helpers import plans_and_axes, skill_from_dir
+
+    run_id = f"{RUN_ID}-svc-openapi"
+    settings = GateSettings(run_id=run_id)
+    skill = skill_from_dir(Path(__file__).resolve().parents[1] / "fixtures" / "skills" / "parcel-intake")
+    plans, axes = plans_and_axes(skill, ["service_sync"])
+    result, reports = create_tasks_for_skill(ArtifactStore(tmp_path), skill, plans, axes, OfflineGenerator(),
+                                             lambda p: gate_task(p, settings), load_base_images(),
+                                             CreationSettings(max_variants=1))
+    (b,) = result.bundles
+    assert b.status == "retained", (b.reasons, b.evidence)
+    r = reports[b.task_name]
+    assert all(v == 1.0 for v in r.oracle.values()) and all(v == 0.0 for v in r.nop.values())
+    forged = [c for c in r.cheats if "forge" in c.name or "replace" in c.name]
+    assert len(forged) == 4 and all(c.mean == 0.0 for c in forged), [(c.name, c.evidence) for c in forged]
+    assert "http://127.0.0.1:8631/intake/parcels" in (Path(b.path) / "instruction.md").read_text()
     assert _leftovers(docker_client, run_id) == []

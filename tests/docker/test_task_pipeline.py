@@ -77,7 +77,7 @@ def test_service_forgeries_score_zero(created, docker_client):
     (b,) = result.bundles
     r = reports[b.task_name]
     cheats = {c.name.removeprefix("cheats/"): c for c in r.cheats}
-    assert FORGERIES <= set(cheats)
+    assert set(cheats) >= FORGERIES
     for name in FORGERIES:
         assert cheats[name].mean == 0.0, (name, cheats[name].evidence)
     assert "tamper_detected" in cheats["forge_collected_journal.sh"].evidence  # /tests is the verifier's
