@@ -94,3 +94,25 @@ def test_openapi_only_skill_gets_a_retained_service_task(docker_client, tmp_path
     assert len(forged) == 4 and all(c.mean == 0.0 for c in forged), [(c.name, c.evidence) for c in forged]
     assert "http://127.0.0.1:8631/intake/parcels" in (Path(b.path) / "instruction.md").read_text()
     assert _leftovers(docker_client, run_id) == []
+
+
+def test_rollout_sandbox_runs_the_service_beside_the_agent(make_task, docker_client):
+    """Solver rollouts use the same trial: the agent reaches the service on loopback, sees none of its processes,
+    cannot take its port, and is graded on what the service recorded; nothing is left behind."""
+    from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, OutputLimits
+
+    run_id = f"{RUN_ID}-svc-rollout"
+    factory = DockerSandboxFactory(GateSettings(run_id=run_id), OutputLimits(2000, 2000, 1 << 20),
+                                   client=docker_client)
+    post = ("python3 -c \"import json, urllib.request as u; [u.urlopen(u.Request('http://127.0.0.1:8099/entries', "
+            "json.dumps({'amount': n}).encode(), method='POST')) for n in (5, 7)]\"")
+    with factory(make_task(base="good_service")) as sb:
+        assert sb.exec(post, 30).exit_code == 0
+        ps = sb.exec("grep -l '[l]edger[.]py' /proc/[0-9]*/cmdline 2>/dev/null | wc -l", 30)
+        assert ps.head.strip() == b"0"  # the service's process is not in the agent's PID namespace
+        taken = sb.exec("python3 -I /usr/local/lib/ledger/ledger.py", 30)
+        assert b"Address already in use" in taken.head + taken.tail
+        sb.exec("printf '5\\n7\\n11\\n' > /var/lib/ledger/journal.jsonl", 30)  # the agent's copy: never read
+        v = sb.verify()
+    assert v.metrics == {"recorded": 2 / 3, "exact": 0.0}
+    assert _leftovers(docker_client, run_id) == []
