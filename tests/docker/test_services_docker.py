@@ -4,9 +4,6 @@ behind on any path (a pass, a service that never gets healthy, Ctrl-C)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +12,7 @@ from skill2env_dagster.gates.runner import gate_task
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import CheckVerdict, GateVerdict
 from skill2env_dagster.reasons import ReasonCode
-from tests.docker.conftest import RUN_ID
+from tests.docker.conftest import RUN_ID, interrupt_gates
 
 pytestmark = pytest.mark.docker
 
@@ -51,21 +48,8 @@ def test_ctrl_c_removes_the_services_too(make_task, docker_client):
     task = make_task(base="good_service", name="svc_hanging")
     (task / "solution" / "solve.sh").write_text("#!/bin/bash\nwhile :; do :; done\n")
     run_id = f"{RUN_ID}-svc-ctrlc"
-    code = (
-        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "from skill2env_dagster.gates.runner import run_gates\n"
-        "from skill2env_dagster.gates.settings import GateSettings\n"
-        f"run_gates([sys.argv[1]], GateSettings(run_id={run_id!r}))\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(task)], stderr=subprocess.PIPE, text=True)
     service = {"label": [f"skill2env.gate={run_id}", "skill2env.service=ledger"]}
-    deadline = time.monotonic() + 60
-    while not docker_client.containers.list(filters=service) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert docker_client.containers.list(filters=service), "the service never started"
-    time.sleep(1.0)
-    proc.send_signal(2)
-    _, err = proc.communicate(timeout=60)
+    err = interrupt_gates(docker_client, task, run_id, 1, service, wait=60)
     assert "KeyboardInterrupt" in err
     assert _leftovers(docker_client, run_id) == []
 
