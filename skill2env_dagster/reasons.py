@@ -66,6 +66,8 @@ class ReasonCode(StrEnum):
     REGISTRY_UNAVAILABLE = "registry_unavailable"
     DOCKER_UNAVAILABLE = "docker_unavailable"
     BUILD_FAILED = "build_failed"
+    # a task's stand-in service (environment/docker-compose.yaml) stopped or never answered its health check
+    SERVICE_FAILED = "service_failed"
     ORACLE_FAILED = "oracle_failed"
     ORACLE_TIMEOUT = "oracle_timeout"
     NOP_FAILED = "nop_failed"

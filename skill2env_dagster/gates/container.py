@@ -1,9 +1,11 @@
 """One hardened, throw-away container, driven through the Docker SDK (sandbox.py builds the trial API on it).
 
 Every container runs with no network, all capabilities dropped, no-new-privileges, pids/memory/CPU limits, an init
-process, and tmpfs on /tmp and /logs. Scripts run with their output piped into a capped log, under a watchdog that
-acts at the deadline (by default it kills the whole container, which ends every process it holds). Containers
-are tracked while alive so that Ctrl-C can kill them all; `Trial` always removes its container on exit.
+process, and tmpfs on /tmp and /logs. A task's stand-in services (services.py) run beside it in containers of
+their own, hardened the same way, that join only its network namespace. Scripts run with their output piped into
+a capped log, under a watchdog that acts at the deadline (by default it kills the whole container, which ends
+every process it holds). Containers are tracked while alive so that Ctrl-C can kill them all; `Trial` always
+removes its containers (the services first) on exit, and every one carries the run's `skill2env.gate` label.
 """
 
 from __future__ import annotations
@@ -14,21 +16,25 @@ import logging
 import tarfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
 from docker.models.containers import Container
 from docker.types import LogConfig
 
+from skill2env_dagster.gates.services import MAX_COLLECT_BYTES, ServiceSpec
 from skill2env_dagster.gates.settings import GateSettings
-from skill2env_dagster.reasons import InfraError, ReasonCode
+from skill2env_dagster.models.task_dir import CONTAINER_TESTS
+from skill2env_dagster.reasons import InfraError, InputError, ReasonCode
 
 log = logging.getLogger(__name__)
 
 LABEL = "skill2env.gate"
+SERVICE_LABEL = "skill2env.service"  # on a stand-in service's container: its service name
 MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed anyway
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
@@ -92,11 +98,21 @@ def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def tar_dir(src: Path, dest_name: str) -> bytes:
-    """Tar `src` as top-level folder `dest_name`, scripts executable (Harbor chmods them too)."""
+def tar_dir(src: Path, dest_name: str, extra: dict[str, bytes] | None = None) -> bytes:
+    """Tar `src` as top-level folder `dest_name`, scripts executable (Harbor chmods them too), plus `extra`
+    files (paths relative to `dest_name`, parent folders made)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(str(src), arcname=dest_name, filter=_root_owned)
+        dirs = sorted({str(p) for rel in extra or {} for p in Path(rel).parents if str(p) != "."})
+        for d in dirs:
+            info = tarfile.TarInfo(f"{dest_name}/{d}")
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+            tar.addfile(info)
+        for rel, data in (extra or {}).items():
+            info = tarfile.TarInfo(f"{dest_name}/{rel}")
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
@@ -105,6 +121,37 @@ def _bytes(out: bytes | Iterator[bytes] | None) -> bytes:
     if out is None or isinstance(out, bytes):
         return out or b""
     return b"".join(out)
+
+
+def _remove(box: Container) -> None:
+    try:
+        box.remove(force=True, v=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as e:
+        log.warning("could not remove container %s: %s", str(box.id)[:12], e)
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(str(box.id))
+
+
+def _read_file(box: Container, path: str, limit: int) -> bytes | None:
+    """The regular file at `path` in `box` (None when missing, not a file, or over `limit` bytes)."""
+    try:
+        stream, stat = box.get_archive(path)
+    except docker.errors.NotFound:
+        return None
+    if int((stat or {}).get("size", 0)) > limit:
+        return None
+    raw = b""
+    for chunk in stream:
+        raw += chunk
+        if len(raw) > limit + 4096:
+            return None
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+        member = tar.next()
+        f = tar.extractfile(member) if member is not None and member.isfile() else None
+        return f.read() if f is not None else None
 
 
 def _is_gone(e: docker.errors.APIError) -> bool:
@@ -116,38 +163,35 @@ class Trial:
     """Context manager for one fresh container from `image`; removed on exit whatever happened."""
 
     def __init__(self, client: docker.DockerClient, image: str, settings: GateSettings, workdir: str | None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, services: Sequence[ServiceSpec] = ()) -> None:
         self.client, self.image, self.settings, self.workdir = client, image, settings, workdir
         self.env = dict(env or {})
+        self.services = list(services)
+        self.sidecars: dict[str, Container] = {}
         self.container: Container | None = None
         self.cid = ""
         self.keeper = ""
         self.preexisting: list[str] = []  # grading paths the image already contained (it must contain none)
 
+    def _hardened(self, image: str, labels: dict[str, str], **kw: Any) -> Container:
+        """A created (not started) container with the trial's limits, tracked for Ctrl-C until removed."""
+        s = self.settings
+        box = self.client.containers.create(
+            image, init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], pids_limit=s.pids_limit,
+            mem_limit=f"{s.memory_mb}m", memswap_limit=f"{s.memory_mb}m", nano_cpus=int(s.cpus * 1e9),
+            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
+            labels={LABEL: s.run_id, **labels}, detach=True, **kw)
+        with _LIVE_LOCK:
+            _LIVE.add(str(box.id))
+        return box
+
     def __enter__(self) -> Trial:
         s = self.settings
-        self.container = self.client.containers.create(
-            self.image,
-            entrypoint=["sleep", "infinity"],
-            command=[],
-            init=True,
-            network_mode="none",
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            pids_limit=s.pids_limit,
-            mem_limit=f"{s.memory_mb}m",
-            memswap_limit=f"{s.memory_mb}m",
-            nano_cpus=int(s.cpus * 1e9),
+        self.container = self._hardened(
+            self.image, {}, entrypoint=["sleep", "infinity"], command=[], network_mode="none",
             tmpfs={"/tmp": f"size={s.tmp_mb}m", "/logs": f"size={s.logs_mb}m"},
-            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-            labels={LABEL: s.run_id},
-            working_dir=self.workdir or None,
-            environment=self.env or None,
-            detach=True,
-        )
+            working_dir=self.workdir or None, environment=self.env or None)
         self.cid = str(self.container.id)
-        with _LIVE_LOCK:
-            _LIVE.add(self.cid)
         try:
             self.container.start()
             code, raw = self.container.exec_run(["sh", "-c", _SETUP])
@@ -156,23 +200,68 @@ class Trial:
             if code != 0 or not words:
                 raise InfraError(ReasonCode.INTERNAL_ERROR, f"container setup failed: {out[-300:]!r}")
             self.keeper, self.preexisting = words[0], words[1:]
+            self.start_services()
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.container is None:
-            return
-        try:
-            self.container.remove(force=True, v=True)
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as e:
-            log.warning("could not remove container %s: %s", self.cid[:12], e)
-        finally:
-            with _LIVE_LOCK:
-                _LIVE.discard(self.cid)
+        self.stop_services()
+        if self.container is not None:
+            _remove(self.container)
+
+    # --- stand-in services -------------------------------------------------------------------------------------
+    def start_services(self) -> None:
+        """Start every service in the trial's network namespace, then wait until each is healthy; InputError
+        (service_failed) when one stops or stays unhealthy."""
+        for spec in self.services:
+            box = self._hardened(spec.image, {SERVICE_LABEL: spec.name}, command=spec.command,
+                                 network_mode=f"container:{self.cid}",
+                                 tmpfs={"/tmp": f"size={self.settings.tmp_mb}m"})
+            self.sidecars[spec.name] = box
+            box.start()
+        for spec in self.services:
+            self._wait_healthy(spec, self.sidecars[spec.name])
+
+    def _wait_healthy(self, spec: ServiceSpec, box: Container) -> None:
+        deadline = time.monotonic() + self.settings.service_start_sec
+        while time.monotonic() < deadline:
+            box.reload()
+            if box.status != "running":
+                break
+            if not spec.health or box.exec_run(spec.health)[0] == 0:
+                return
+            time.sleep(0.1)
+        logs = _bytes(box.logs(tail=5)).decode(errors="replace")
+        raise InputError(ReasonCode.SERVICE_FAILED,
+                         f"service {spec.name} is {box.status}, not healthy after {self.settings.service_start_sec}s: "
+                         f"{logs[-300:]}")
+
+    def stop_services(self) -> None:
+        for box in self.sidecars.values():
+            _remove(box)
+        self.sidecars = {}
+
+    def restart_services(self) -> None:
+        """Fresh services (their state back to the image's) for another run in this container."""
+        self.stop_services()
+        self.start_services()
+
+    def collect(self) -> dict[str, bytes]:
+        """{path relative to /tests: bytes} of every file the services declare for the verifier, read through
+        the engine (a stopped service too). A missing file, or files over MAX_COLLECT_BYTES in all, are left out:
+        the verifier then finds nothing, never a partial file."""
+        out: dict[str, bytes] = {}
+        total = 0
+        for spec in self.services:
+            box = self.sidecars.get(spec.name)
+            for path in spec.collect:
+                data = _read_file(box, path, MAX_COLLECT_BYTES - total) if box is not None else None
+                if data is not None:
+                    out[spec.collected_path(path).removeprefix(f"{CONTAINER_TESTS}/")] = data
+                    total += len(data)
+        return out
 
     @property
     def box(self) -> Container:

@@ -3,7 +3,9 @@
 After the Oracle's own verifier run, its container carries on as the mutant workbench: every output is staged
 once (the Oracle's version and each mutant's changed files) and one exec runs all mutants in turn. Before each:
 leftover processes are reaped, every output is restored from the Oracle's copy and the mutant's changes applied,
-/tests is restored, /tmp and /logs/verifier are emptied; the verifier then runs with the fixed environment. An
+/tests is restored, /tmp and /logs/verifier are emptied; the verifier then runs with the fixed environment. What
+the task's stand-in services recorded of the Oracle's work (copied out for the verifier under /tests/services) is
+mutated like any output: an emptied report beside an intact service journal is not an empty answer. An
 unmutated *control* run closes the batch: when it does not reproduce the Oracle's reward, the batch is discarded
 and every mutant runs again in a fresh container started from the Oracle's committed state; when even a fresh
 container's control deviates (outputs on tmpfs, a nondeterministic verifier), the stage is `skipped` and says why.
@@ -29,7 +31,7 @@ from skill2env_dagster.gates.reward import Reward
 from skill2env_dagster.gates.sandbox import VERIFIER_ENV, ImageReader, Sandbox, TrialStatus, reward_from
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import AttemptKind, CheckResult, CheckVerdict, ShortcutAttempt
-from skill2env_dagster.models.task_dir import CONTAINER_VERIFIER_LOGS
+from skill2env_dagster.models.task_dir import CONTAINER_TESTS, CONTAINER_VERIFIER_LOGS
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,13 @@ def collect_outputs(sb: Sandbox, plan: OutputPlan, settings: GateSettings) -> tu
         dirs = tuple((p, mode) for p, (data, mode) in entries.items() if data is None)
         units.append(OutputUnit(root, unit_files, root in plan.trees, dirs))
     return units, notes
+
+
+def service_units(collected: dict[str, bytes]) -> list[OutputUnit]:
+    """What the task's stand-in services recorded of the Oracle's work (e.g. an API's request journal), as outputs
+    at the place the verifier reads them: the service's state is the Oracle's output as much as its files are."""
+    return [OutputUnit(f"{CONTAINER_TESTS}/{rel}", (OutputFile(f"{CONTAINER_TESTS}/{rel}", data),))
+            for rel, data in sorted(collected.items())]
 
 
 # --- staging and running -------------------------------------------------------------------------------------

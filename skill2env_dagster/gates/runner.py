@@ -30,7 +30,7 @@ from skill2env_dagster.gates.images import build_image
 from skill2env_dagster.gates.mutants import mean
 from skill2env_dagster.gates.outputs import plan_outputs
 from skill2env_dagster.gates.reward import all_full, all_zero
-from skill2env_dagster.gates.robustness import MutationInputs, collect_outputs, mutation_stage
+from skill2env_dagster.gates.robustness import MutationInputs, collect_outputs, mutation_stage, service_units
 from skill2env_dagster.gates.sandbox import (
     ImageReader,
     Sandbox,
@@ -39,6 +39,7 @@ from skill2env_dagster.gates.sandbox import (
     image_policy,
     remove_image,
 )
+from skill2env_dagster.gates.services import ServiceSpec, load_services
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.gates.static_checks import run_static_checks
 from skill2env_dagster.gates.tamper import TamperPolicy
@@ -121,6 +122,7 @@ class _Gate:
     report: GateReport
     image: str = ""
     policy: TamperPolicy | None = None
+    services: list[ServiceSpec] = field(default_factory=list)  # the task's stand-in services, on its image
     checks: list[CheckResult] = field(default_factory=list)
     snapshots: list[str] = field(default_factory=list)
     reuse: bool = True  # runs from the image share the no-op's container while its resets verify
@@ -129,7 +131,7 @@ class _Gate:
 
     def open_box(self, image: str) -> Sandbox:
         _raise_if_cancelled()
-        return Sandbox(self.client, image, self.settings, self.config, self.task.tests_dir, self.policy)
+        return Sandbox(self.client, image, self.settings, self.config, self.task.tests_dir, self.policy, self.services)
 
     @property
     def timeouts(self) -> tuple[float, float]:
@@ -156,6 +158,7 @@ class _Gate:
         self.checks.append(_check("build", True, ReasonCode.BUILD_FAILED,
                                   f"{self.image} ({'built' if built else 'cached'})", time.perf_counter() - start))
         self.policy = image_policy(self.client, self.image, self.config)
+        self.services = load_services(self.task.environment_dir, self.image)
         try:
             self._stages()
         finally:
@@ -192,6 +195,7 @@ class _Gate:
                 return _skipped("mutants", "mutation testing turned off")
             if check.ok and inputs is not None:
                 _raise_if_cancelled()
+                inputs.units += service_units(sb.collected)
                 inputs.oracle, inputs.oracle_seconds = oracle.metrics, oracle.seconds
                 mutation, self.report.mutants, self.report.mutation_testing = mutation_stage(
                     sb, self.open_box, inputs, self.settings)

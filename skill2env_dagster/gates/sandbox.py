@@ -7,8 +7,10 @@ reward the agent cannot forge. The gates use it now; solver rollouts drive it th
                                                        # anything the agent did
 `verify()` in order: (1) kills every process left from the agent phase (setsid daemons, double forks and fork
 bombs included, see container.REAP); (2) asks the engine what the agent phase changed on disk and stops with
-`tamper_detected` (reward 0, paths as evidence) if it touched the verifier's toolchain (tamper.py); (3) empties
-/logs/verifier and copies tests/ to /tests; (4) runs /tests/test.sh with a fixed environment; (5) parses the reward.
+`tamper_detected` (reward 0, paths as evidence) if it touched the verifier's toolchain (tamper.py); (3) copies the
+files the task's stand-in services declare out of those services (services.py: they run in containers of their
+own, which the agent cannot reach but through their port), empties /logs/verifier and copies tests/ to /tests with
+those files under /tests/services/; (4) runs /tests/test.sh with a fixed environment; (5) parses the reward.
 
 Step 1 runs before step 2 on purpose: both the reaper and every command used up to the verifier are resolved from
 absolute paths in protected places, so anything that interferes with them leaves a change the engine reports,
@@ -29,7 +31,7 @@ import shlex
 import tarfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
@@ -48,8 +50,9 @@ from skill2env_dagster.gates.changes import (
     parent_of,
     top_level,
 )
-from skill2env_dagster.gates.container import LABEL, MAX_READ, REAP, ExecResult, Trial
+from skill2env_dagster.gates.container import LABEL, MAX_READ, REAP, ExecResult, Trial, tar_dir
 from skill2env_dagster.gates.reward import Reward, parse_reward
+from skill2env_dagster.gates.services import ServiceSpec
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.gates.tamper import TamperPolicy
 from skill2env_dagster.models.task_dir import (
@@ -147,10 +150,11 @@ class Sandbox:
     """One trial container. `exec` is the agent phase; `verify` ends it (see the module docstring)."""
 
     def __init__(self, client: docker.DockerClient, image: str, settings: GateSettings, config: TaskToml,
-                 tests_dir: Path, policy: TamperPolicy | None = None) -> None:
+                 tests_dir: Path, policy: TamperPolicy | None = None, services: Sequence[ServiceSpec] = ()) -> None:
         self.client, self.image, self.settings, self.config, self.tests_dir = client, image, settings, config, tests_dir
         self.policy = policy or image_policy(client, image, config)
-        self.trial = Trial(client, image, settings, config.environment.workdir, config.environment.env)
+        self.trial = Trial(client, image, settings, config.environment.workdir, config.environment.env, services)
+        self.collected: dict[str, bytes] = {}  # the services' files for the verifier, read after the agent phase
         self.dirty = False
         self._settled: Settled | None = None
 
@@ -249,7 +253,8 @@ class Sandbox:
                                  time.perf_counter() - start, settled.detail)
         timeout = min(self.config.verifier.timeout_sec, self.settings.timeout_cap_sec or float("inf"))
         try:
-            self.trial.put_dir(self.tests_dir, CONTAINER_TESTS.strip("/"))
+            self.collected = self.trial.collect()
+            self.trial.put_tar(self.tests_tar())
             # The tests leave with the verifier: a later agent phase in this sandbox must not see them.
             # Leftovers of the verifier are reaped too, so a reset() needs no reaper of its own.
             res = self.trial.run_script([f"{CONTAINER_TESTS}/test.sh"], VERIFIER_LOG, timeout, REAP + CLEAN,
@@ -270,6 +275,10 @@ class Sandbox:
         reward = reward_from(res.output)
         status = TrialStatus.OK if reward.ok else TrialStatus.REWARD_UNUSABLE
         return VerifyOutcome(status, reward, (), settled.changes, seconds)
+
+    def tests_tar(self, name: str = CONTAINER_TESTS.strip("/")) -> bytes:
+        """tests/ as folder `name`, with the files collected from the services since the agent phase."""
+        return tar_dir(self.tests_dir, name, self.collected)
 
     # --- state -------------------------------------------------------------------------------------------------
     def reset(self, image: ImageReader) -> bool:
@@ -298,7 +307,8 @@ class Sandbox:
             assert data is not None
             self.trial.put_tar(data, parent_of(p))
         after = engine_changes(self.trial.box)
-        self._settled = None
+        self._settled, self.collected = None, {}
+        self.trial.restart_services()
         return all(c.kind is ChangeKind.MODIFIED and any(is_under(c.path, r) for r in restore) for c in after)
 
     def commit(self) -> str:

@@ -31,6 +31,9 @@ class GateSettings(BaseModel):
         default_factory=lambda: uuid.uuid4().hex[:12],
         description="Value of the `skill2env.gate` label on this run's containers (find or clean them up by it).",
     )
+    service_start_sec: float = Field(
+        default=30.0, gt=0, description="A stand-in service not healthy by then fails the trial (service_failed)."
+    )
     run_wrong: bool = Field(default=True, description="Run solution/wrong.sh when it exists.")
     mutation_testing: bool = Field(
         default=True, description="Run the verifier on mutants of the Oracle's outputs (off: the report says so)."

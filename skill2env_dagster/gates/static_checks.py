@@ -24,10 +24,11 @@ from skill2env_dagster.gates.dockerfile import (
 )
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.gates.rubric import rubric_problems
+from skill2env_dagster.gates.services import load_services
 from skill2env_dagster.models.gate import CheckResult, CheckVerdict
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
-from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.reasons import InputError, ReasonCode
 
 MAX_TASK_BYTES = 128 * 1024 * 1024
 MAX_ENV_BYTES = 100 * 1024 * 1024
@@ -149,6 +150,15 @@ def check_no_leak(task: TaskDir, _: TaskToml | None) -> Problems:
     return problems
 
 
+def check_services(task: TaskDir, _: TaskToml | None) -> Problems:
+    """environment/docker-compose.yaml, when present, stays within the subset the runner starts (services.py)."""
+    try:
+        load_services(task.environment_dir)
+    except InputError as e:
+        return [str(e)]
+    return []
+
+
 def _size(root: Path) -> int:
     return sum(p.lstat().st_size for p in _walk(root) if not p.is_dir() or p.is_symlink())
 
@@ -228,6 +238,7 @@ def run_static_checks(
         ("task_toml", svf, lambda: toml_problems),
         ("dockerfile_from", ReasonCode.BASE_IMAGE_POLICY, lambda: check_dockerfile_from(task, config, approved)),
         ("dockerfile_copy", svf, lambda: check_dockerfile_copy(task, config)),
+        ("services", svf, lambda: check_services(task, config)),
         ("no_leak", ReasonCode.CONTAMINATED, lambda: check_no_leak(task, config)),
         ("size_limits", ReasonCode.TASK_TOO_LARGE, lambda: check_size(task, config)),
         ("rubric", svf, lambda: check_rubric(task, config)),

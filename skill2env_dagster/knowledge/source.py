@@ -19,6 +19,8 @@ from skill2env_dagster.models.skill import SkillRecord
 MAX_READ = 256 * 1024
 MAX_DOCS = 24  # Markdown/text documents read per skill (SKILL.md first, then by path)
 DOC_EXTS = {".md", ".markdown", ".txt", ".rst"}
+SPEC_EXTS = {".yaml", ".yml", ".json"}  # API description documents (OpenAPI / Swagger), read only on request
+_SPEC_HEAD = re.compile(r'^\s*"?(?:openapi|swagger)"?\s*:', re.M)
 _FRONT = re.compile(r"\A(\ufeff?---[ \t]*\r?\n)(.*?\r?\n)(---[ \t]*)(\r?\n|\Z)", re.S)
 _MD = MarkdownIt("commonmark").enable("table")
 _INLINE_MARK = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)|<[^>\n]{1,60}>")
@@ -104,8 +106,14 @@ def _safe_read(root: Path, rel: str) -> str | None:
         return None
 
 
-def read_docs(skill: SkillRecord) -> list[Doc]:
-    """SKILL.md first (from disk, else the record's body), then the skill's other text documents by path."""
+def is_spec(path: str, text: str) -> bool:
+    """An OpenAPI/Swagger document: a YAML/JSON file whose top level names its version (read by its head)."""
+    return PurePosixPath(path).suffix.lower() in SPEC_EXTS and bool(_SPEC_HEAD.search(text[:4096]))
+
+
+def read_docs(skill: SkillRecord, specs: bool = False) -> list[Doc]:
+    """SKILL.md first (from disk, else the record's body), then the skill's other text documents by path; with
+    `specs`, then its OpenAPI/Swagger documents (a service contract, not prose: knowledge extraction skips them)."""
     root = Path(skill.abs_path)
     docs: list[Doc] = []
     main = _safe_read(root, skill.skill_file) if skill.abs_path else None
@@ -120,6 +128,12 @@ def read_docs(skill: SkillRecord) -> list[Doc]:
         text = _safe_read(root, rel)
         if text is not None:
             docs.append(Doc(rel, _blank_front_matter(text).splitlines()))
+    candidates = sorted(f.rel_path for f in skill.files if specs and f.kind == "text" and f.refused is None
+                        and PurePosixPath(f.rel_path).suffix.lower() in SPEC_EXTS)
+    for rel in candidates[:MAX_DOCS]:
+        text = _safe_read(root, rel) if skill.abs_path else None
+        if text is not None and is_spec(rel, text):
+            docs.append(Doc(rel, text.splitlines()))
     return docs
 
 

@@ -485,7 +485,8 @@ def _method(c: _Ctx) -> list[Workflow]:
     """Workflows built on the skill's checkable method: one per strong rule, procedure, table or template (two
     per family at most), each with the combinations the task shapes realise from it (rotated per workflow)."""
     out: list[Workflow] = []
-    for family, cands in families(compile_candidates(c.knowledge, c.skill.skill_file, read_docs(c.skill))).items():
+    cands_all = compile_candidates(c.knowledge, c.skill.skill_file, read_docs(c.skill, specs=True))
+    for family, cands in families(cands_all).items():
         for k, cand in enumerate(cands[:2]):
             combos = _combos(cand)
             if not combos:

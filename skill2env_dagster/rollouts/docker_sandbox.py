@@ -1,5 +1,6 @@
 """The rollout sandbox on the gates' trial API (`gates.sandbox.Sandbox`): a fresh hardened container (no network,
-no capabilities, pids/memory/CPU limits, tmpfs /tmp and /logs, removed on exit whatever happened) whose `verify()`
+no capabilities, pids/memory/CPU limits, tmpfs /tmp and /logs, removed on exit whatever happened; the task's
+stand-in services beside it, out of the agent's reach, see `gates.services`) whose `verify()`
 kills what the agent left running, reads the agent's changes from the engine, refuses a tampered toolchain
 (`tamper_detected`), runs the verifier with a fixed environment and parses the reward.
 
@@ -30,6 +31,7 @@ from skill2env_dagster.gates import container as ctr
 from skill2env_dagster.gates.changes import ChangeKind, is_under, leaves, without_runtime
 from skill2env_dagster.gates.images import build_image
 from skill2env_dagster.gates.sandbox import Sandbox, TrialStatus, VerifyOutcome
+from skill2env_dagster.gates.services import load_services
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
@@ -111,7 +113,8 @@ class DockerSandbox:
         image, _ = build_image(self.client, self.task.environment_dir, self.settings.build_network,
                                self.config.environment.build_timeout_sec)
         try:
-            self._sb = Sandbox(self.client, image, self.settings, self.config, self.task.tests_dir).__enter__()
+            self._sb = Sandbox(self.client, image, self.settings, self.config, self.task.tests_dir,
+                               services=load_services(self.task.environment_dir, image)).__enter__()
         except (docker.errors.DockerException, requests.RequestException) as e:
             raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"could not start a container from {image}: {e}") from e
         return self

@@ -67,3 +67,26 @@ def _no_container_left(request):
     client = request.getfixturevalue("docker_client")
     left = client.containers.list(all=True, filters={"label": f"skill2env.gate={RUN_ID}"})
     assert not left, f"containers left behind: {[c.name for c in left]}"
+
+
+def interrupt_gates(client, task: Path, run_id: str, copies: int, started: dict, wait: float = 30.0) -> str:
+    """Gate `copies` of `task` in a child process, send it Ctrl-C once a container matching the `started` filter
+    runs, and return its stderr (the caller checks what is left behind)."""
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from skill2env_dagster.gates.runner import run_gates\n"
+        "from skill2env_dagster.gates.settings import GateSettings\n"
+        f"run_gates([sys.argv[1]] * {copies}, GateSettings(run_id={run_id!r}))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(task)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + wait
+    while not client.containers.list(filters=started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert client.containers.list(filters=started), f"no container matching {started} ever ran"
+    time.sleep(0.5)
+    proc.send_signal(2)
+    return proc.communicate(timeout=60)[1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -13,7 +12,7 @@ from skill2env_dagster.gates.runner import gate_task, run_gates
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import CheckVerdict, GateVerdict
 from skill2env_dagster.reasons import ReasonCode
-from tests.docker.conftest import RUN_ID
+from tests.docker.conftest import RUN_ID, interrupt_gates
 
 pytestmark = pytest.mark.docker
 SETTINGS = GateSettings(concurrency=2, run_id=RUN_ID)
@@ -141,19 +140,7 @@ def test_ctrl_c_removes_every_container(make_task, docker_client):
     toml = task / "task.toml"
     toml.write_text(toml.read_text().replace("timeout_sec = 4.0", "timeout_sec = 120.0"))
     run_id = f"{RUN_ID}-ctrlc"
-    code = (
-        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "from skill2env_dagster.gates.runner import run_gates\n"
-        "from skill2env_dagster.gates.settings import GateSettings\n"
-        f"run_gates([sys.argv[1]] * 2, GateSettings(run_id={run_id!r}))\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(task)], stderr=subprocess.PIPE, text=True)
     label = {"label": f"skill2env.gate={run_id}"}
-    deadline = time.monotonic() + 30
-    while not docker_client.containers.list(filters=label) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert docker_client.containers.list(filters=label), "gates never started"
-    proc.send_signal(2)
-    _, err = proc.communicate(timeout=30)
+    err = interrupt_gates(docker_client, task, run_id, 2, label)
     assert "KeyboardInterrupt" in err
     assert not docker_client.containers.list(all=True, filters=label)

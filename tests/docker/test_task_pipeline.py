@@ -66,6 +66,26 @@ def test_every_shape_passes_every_gate_stage(created):
     assert len(combos) >= 13, combos
 
 
+# Forgeries of what the stand-in service records (issue 10 §3): its state, its journal (one the stub's replay
+# accepts), the journal where the verifier reads it, the stub killed and replaced by the agent's own.
+FORGERIES = {"forge_state.sh", "forge_journal.sh", "forge_collected_journal.sh", "replace_stub.sh"}
+
+
+def test_service_forgeries_score_zero(created, docker_client):
+    _, out = created
+    result, reports = out["inventory-api-client"]
+    (b,) = result.bundles
+    r = reports[b.task_name]
+    cheats = {c.name.removeprefix("cheats/"): c for c in r.cheats}
+    assert set(cheats) >= FORGERIES
+    for name in FORGERIES:
+        assert cheats[name].mean == 0.0, (name, cheats[name].evidence)
+    assert "tamper_detected" in cheats["forge_collected_journal.sh"].evidence  # /tests is the verifier's
+    mutants = next(c for c in r.checks if c.name == "mutants")
+    assert "/tests/services/api/journal.jsonl" in mutants.evidence  # the service's record is mutation-tested too
+    assert not docker_client.containers.list(all=True, filters={"label": f"skill2env.gate={SETTINGS.run_id}"})
+
+
 def test_metadata_and_regate_from_published_folder(created):
     _, out = created
     result, _ = out["csv-dedupe"]

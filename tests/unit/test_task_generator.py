@@ -6,17 +6,22 @@ least one metric — at the easiest and the hardest level."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import subprocess
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from skill2env_dagster.gates.rubric import rubric_problems
+from skill2env_dagster.gates.services import COMPOSE_FILE, parse_services
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.tasks.blueprints import NoShapeError
 from skill2env_dagster.tasks.generator import OfflineGenerator, make_context
 from skill2env_dagster.tasks.pipeline import task_name
+from skill2env_dagster.tasks.standins import http_stub
+from skill2env_dagster.tasks.standins.http_stub import JOURNAL
 from tests.unit.task_helpers import SHAPE_NAMES, plans_and_axes, skill_from_dir
 from tests.unit.task_localrun import cheat_trials, mean, mutant_trials, three_trials
 
@@ -140,8 +145,23 @@ def test_service_shape_keeps_the_skills_documented_api(examples_dir, complexity,
     contract = json.loads(d.env_files["stub/contract.json"])
     assert len(contract["seed"]) > contract["page_size"] and contract["flaky"]  # paging and 503s are in play
     assert {"records_created", "rejected_rows", "rejections_once", "transient_recovered"} == set(d.check.names)
-    assert {"forge_state.sh", "forge_journal.sh", "list_everything.sh"} <= set(d.cheats)
+    assert {"forge_state.sh", "forge_journal.sh", "forge_collected_journal.sh", "replace_stub.sh",
+            "list_everything.sh"} <= set(d.cheats)
     assert "/usr/local/lib/s2e-stub/server.py" in d.tests()["check.py"]  # replayed by the installed stub's code
+    [service] = parse_services(d.env_files[COMPOSE_FILE])  # the stub runs beside the agent, not in its container
+    assert service.collect == [JOURNAL] and service.collected_path(JOURNAL) in d.tests()["check.py"]
+    assert "ENTRYPOINT" not in "\n".join(d.docker_lines)
+    # The forged journal is a real forgery: the stub's own replay accepts it and it creates exactly the batch's
+    # new records (it would score 1 if the verifier read the agent's copy; tests/docker shows it scores 0).
+    forged = d.cheats["forge_journal.sh"].split("<<'CHEAT_EOF'\n", 1)[1].split("CHEAT_EOF", 1)[0].splitlines()
+    spec = importlib.util.spec_from_file_location("stub", Path(http_stub.__file__).parent / "http_stub_server.py")
+    assert spec and spec.loader
+    stub = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stub)
+    state = stub.replay(contract, forged)
+    assert state is not None
+    made = [[json.dumps(r[f]) for f in p.params["example"]] for r in state["records"][len(contract["seed"]):]]
+    assert sorted(made) == d.expected["created"]
     assert rubric_problems(gen.rubric(ctx)) == []
     assert "/app/docs/API.md" in gen.instruction(ctx)
     for name, script in {"solve.sh": d.solve, "wrong.sh": d.wrong or "", "test.sh": d.tests()["test.sh"],

@@ -18,7 +18,7 @@ class SkillText:
     """The skill's documents by path (read once per task)."""
 
     def __init__(self, skill: SkillRecord) -> None:
-        self.docs: dict[str, Doc] = {d.path: d for d in read_docs(skill)}
+        self.docs: dict[str, Doc] = {d.path: d for d in read_docs(skill, specs=True)}
         self.name = skill.name or "the skill"
 
     def lines(self, file: str) -> list[str]:

@@ -4,6 +4,8 @@ Only a skill that documents its service as local (a localhost / 127.0.0.1 base U
 (`POST /path` followed by a JSON request body) yields one; that is the same condition under which screening keeps
 a "needs a live service" skill (`standin_possible`). The contract (collection, fields, integer fields, port) is
 the skill's own; its retry rules (retry a 5xx, never retry a 4xx) are read from its text when it states them.
+A skill whose API is documented only by an OpenAPI/Swagger file it ships gets its contract from that file
+(openapi.py) when its prose has none.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from skill2env_dagster.knowledge.source import Doc
 from skill2env_dagster.models.blueprint import Predicate
 from skill2env_dagster.models.knowledge import SourceRef
+from skill2env_dagster.tasks.predicates.openapi import create_endpoint
 
 _BASE = re.compile(r"https?://(?:localhost|127\.0\.0\.1):(\d{2,5})(/[A-Za-z0-9_./-]*)?")
 _POST = re.compile(r"\bPOST\s+(/[A-Za-z0-9_./-]+)(?=[\s`'\"]|$)")
@@ -64,8 +67,24 @@ def _line(docs: list[Doc], path: str, n: int) -> str:
     return next(d.lines[n - 1] for d in docs if d.path == path)
 
 
-def service_predicate(docs: list[Doc]) -> Predicate | None:
-    """The skill's local API contract, or None when it documents none a stub can keep."""
+def _predicate(docs: list[Doc], collection: str, port: int, body: dict[str, Any],
+               where: tuple[str, int, str], extra: dict[str, Any]) -> Predicate:
+    """The service predicate; its source is the skill's 5xx retry rule when it states one, else `where` (the
+    create call's line)."""
+    retry = _rule_line(docs, _RETRY_5XX)
+    src = retry or where
+    params: dict[str, Any] = {
+        "collection": collection, "port": port, "example": body,
+        "integers": [k for k, v in body.items() if isinstance(v, int)],
+        "retry_5xx": retry is not None, "no_retry_4xx": _rule_line(docs, _NO_RETRY_4XX) is not None, **extra,
+    }
+    quote = _line(docs, src[0], src[1]).strip()[:200]
+    return Predicate(id="R0", kind="service", subject=collection.rsplit("/", 1)[-1][:80],
+                     statement=" ".join(src[2].split())[:400], params=params,
+                     source=SourceRef(file=src[0], line=src[1], quote=quote))
+
+
+def _prose_predicate(docs: list[Doc]) -> Predicate | None:
     base = next((m for d in docs for ln in d.lines for m in [_BASE.search(ln)] if m), None)
     if base is None:
         return None
@@ -78,15 +97,20 @@ def service_predicate(docs: list[Doc]) -> Predicate | None:
                 continue
             path = post.group(1).rstrip("/")
             collection = path if not prefix or path.startswith(prefix + "/") else prefix + path
-            retry = _rule_line(docs, _RETRY_5XX)
-            src = retry or (d.path, n, line)
-            params: dict[str, Any] = {
-                "collection": collection, "port": int(base.group(1)), "example": body,
-                "integers": [k for k, v in body.items() if isinstance(v, int)],
-                "retry_5xx": retry is not None, "no_retry_4xx": _rule_line(docs, _NO_RETRY_4XX) is not None,
-            }
-            quote = _line(docs, src[0], src[1]).strip()[:200]
-            return Predicate(id="R0", kind="service", subject=collection.rsplit("/", 1)[-1][:80],
-                             statement=" ".join(src[2].split())[:400], params=params,
-                             source=SourceRef(file=src[0], line=src[1], quote=quote))
+            return _predicate(docs, collection, int(base.group(1)), body, (d.path, n, line), {})
     return None
+
+
+def _spec_predicate(docs: list[Doc]) -> Predicate | None:
+    for d in docs:
+        if found := create_endpoint(d):
+            body, port, collection, n = found
+            where = (d.path, n, f"POST {collection} creates a record from the fields {', '.join(body)}")
+            return _predicate(docs, collection, port, body, where, {"spec": d.path})
+    return None
+
+
+def service_predicate(docs: list[Doc]) -> Predicate | None:
+    """The skill's local API contract (its prose first, else an OpenAPI document it ships), or None when it
+    documents none a stub can keep."""
+    return _prose_predicate(docs) or _spec_predicate(docs)

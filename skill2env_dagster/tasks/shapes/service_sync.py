@@ -5,9 +5,11 @@ example, its port) and pages its listings. Knowing the skill decides the outcome
 (some only on a later page) must not be created again, rows the service rejects must be reported and, when the
 skill says so, never retried, and a transient 5xx must be retried as the skill prescribes or the record is lost.
 
-The verifier grades what the service itself recorded: it replays the stub's request journal through the
-installed stub's own code (below /usr, which the tamper gate protects), so a state file written by hand, a journal
-that invents answers, or a list of everything earns nothing.
+The verifier grades what the service itself recorded: the stub runs as a stand-in service in a container of its
+own beside the agent's (environment/docker-compose.yaml), the runner copies its request journal out of that
+container after the agent phase, and the verifier replays it through the installed stub's own code (below /usr,
+which the tamper gate protects). A state file or journal written by hand, a stub of the agent's own, or a list of
+everything earns nothing.
 """
 
 from __future__ import annotations
@@ -21,14 +23,20 @@ from skill2env_dagster.models.blueprint import Challenge, Complexity, Informatio
 from skill2env_dagster.tasks.compose.instruction import Slots
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, pitfall_bullets, rule_bullet
 from skill2env_dagster.tasks.shapes.base import Design, ShapeError, ShapeInput, solver_script
-from skill2env_dagster.tasks.standins.http_stub import CONTRACT, SERVER, StubContract, stub_service
+from skill2env_dagster.tasks.standins.http_stub import (
+    COLLECTED_JOURNAL,
+    CONTRACT,
+    JOURNAL,
+    SERVER,
+    StubContract,
+    stub_service,
+)
 from skill2env_dagster.tasks.verify import cheats
 from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
 
 BATCH = "/app/inbox/batch.csv"
 DOCS = "/app/docs/API.md"
 OUT = "/app/out/rejected.csv"
-JOURNAL = "/var/lib/s2e-stub/journal.jsonl"  # where the stub server keeps it (http_stub_server.JOURNAL)
 HEADER = "row,status"
 SEED_RECORDS = 7  # more than one page, so existing records hide on page 2
 PAGE_SIZE = 5
@@ -36,6 +44,21 @@ BACKOFF = (1, 2, 4)  # seconds between 5xx retries when the skill gives no sched
 
 LOADER = f'''
 import importlib.util
+import urllib.request
+
+
+def journal():
+    """The service's journal as the runner copied it out of the service's container; a runner that copies
+    nothing (Harbor) has the service itself answer (the agent's processes are gone by now, the port is the
+    service's). None when neither is there."""
+    path = pathlib.Path({COLLECTED_JOURNAL!r})
+    if path.is_file():
+        return [ln for ln in path.read_text().splitlines() if ln.strip()]
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{{PORT}}/__journal", timeout=5) as resp:
+            return list(json.loads(resp.read()))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def load():
@@ -45,14 +68,33 @@ def load():
     stub = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(stub)
     contract = json.loads(pathlib.Path({CONTRACT!r}).read_text())
-    lines = stub.read_journal()
-    state = stub.replay(contract, lines)
+    lines = journal()
+    state = None if lines is None else stub.replay(contract, lines)
     if state is None:
         return None
     rows = read_table(OUT, ["row", "status"]) or []
     created = [tuple(json.dumps(r.get(f)) for f in FIELDS) for r in state["records"] if r.get("id") not in SEED_IDS]
     return {{"created": created, "journal": [json.loads(ln) for ln in lines], "rejected": [r[:2] for r in rows]}}
 '''
+
+
+# Kill every process running the stub's code, then start a copy of the stub (same code and contract) that loads
+# the journal the cheat wrote beside it; whatever answers on the port afterwards is then the agent's own.
+REPLACE_STUB = f"""for d in /proc/[0-9]*; do
+  case "$(tr '\\0' ' ' < "$d/cmdline" 2>/dev/null)" in *{SERVER}*) kill -9 "${{d#/proc/}}" 2>/dev/null;; esac
+done
+setsid python3 -I {SERVER} {CONTRACT} >/dev/null 2>&1 < /dev/null &
+sleep 1"""
+
+
+def forged_journal(world: ServiceWorld, collection: str) -> list[list[Any]]:
+    """The journal an honest import leaves (each new record created, the flaky ones after one 503, each invalid
+    row refused once), written without a single call."""
+    out: list[list[Any]] = []
+    for r in world.new:
+        out += [["POST", collection, 503, r]] if r in world.flaky else []
+        out.append(["POST", collection, 201, r])
+    return out + [["POST", collection, 422, r] for r in world.invalid]
 
 
 def _contract_fields(p: Predicate) -> tuple[list[str], list[str], dict[str, Any]]:
@@ -207,7 +249,7 @@ def _docs(inp: ShapeInput, p: Predicate, world: ServiceWorld, cli: str) -> str:
             f"503 when the service is briefly unavailable\n"
             f"- `DELETE {c}/<id>` → 204\n\n"
             f"`{cli}` on PATH wraps these calls (`{cli} start | list [PAGE] | get ID | create k=v ... | delete ID`); "
-            f"`{cli} start` brings the service up if it is not answering.\n\n"
+            f"`{cli} start` waits until the service answers.\n\n"
             f"## From the {inp.skill.name or 'skill'} notes ({p.source.label})\n\n{quoted}\n")
 
 
@@ -287,7 +329,7 @@ class ServiceSync:
             deliverable=f"The records in the service afterwards and {OUT} are what counts.",
             constraints=["Work through the API only; the service keeps its own records.",
                          "Leave the batch and the notes as they are."],
-            hint=f"Python 3's urllib can call the service; `{cli} start` brings it up if it does not answer.",
+            hint=f"Python 3's urllib can call the service; `{cli} start` waits until it answers.",
             example="7,422", outputs=[OUT, "/app/out"],
         )
 
@@ -305,19 +347,24 @@ class ServiceSync:
         return RubricSpec(must_do, avoid, practice)
 
     def _cheats(self, world: ServiceWorld, p: Predicate, cli: str) -> dict[str, str]:
+        """Shortcuts, including three forgeries of what the service records: its state, its journal (one the
+        stub's own replay accepts: it would score 1 if the verifier read the agent's copy), the journal where the
+        verifier reads it, and the stub killed and replaced by one of the agent's own. With the header-only report
+        beside them, only a forged record could earn reward: each must score 0."""
         every = [f"{n},422" for n in range(1, len(world.rows) + 1)]
         records = [{"id": f"R-{i + 1}", **r} for i, r in enumerate(world.seed + world.new)]
-        state: dict[str, list[Any]] = {"records": records,
-                 "journal": [["POST", p.params["collection"], 201, r] for r in world.new]}
+        journal = "".join(json.dumps(e) + "\n" for e in forged_journal(world, p.params["collection"]))
+        state = {"records": records, "journal": journal.splitlines()}
         post_all = (f"{cli} start >/dev/null\n" + "".join(
             f"{cli} create " + " ".join(f"{f}={r[f]}" for f in world.fields) + " >/dev/null || true\n"
             for r in world.rows))
-        journal = "".join(json.dumps(e) + "\n" for e in state["journal"])
         example = " ".join(f"{k}={v}" for k, v in p.params["example"].items())
+        header = cheats.header_only(OUT, HEADER)
         return {
-            "forge_state.sh": cheats.combine(cheats.text_file("/var/lib/stub/state.json", json.dumps(state)),
-                                             cheats.header_only(OUT, HEADER)),
-            "forge_journal.sh": cheats.combine(cheats.text_file(JOURNAL, journal), cheats.header_only(OUT, HEADER)),
+            "forge_state.sh": cheats.combine(cheats.text_file("/var/lib/stub/state.json", json.dumps(state)), header),
+            "forge_journal.sh": cheats.combine(cheats.text_file(JOURNAL, journal), header),
+            "forge_collected_journal.sh": cheats.combine(cheats.text_file(COLLECTED_JOURNAL, journal), header),
+            "replace_stub.sh": cheats.combine(cheats.text_file(JOURNAL, journal), cheats.raw(REPLACE_STUB), header),
             "list_everything.sh": cheats.combine(cheats.raw(post_all), cheats.rows(OUT, HEADER, every)),
             "header_only.sh": cheats.header_only(OUT, HEADER),
             "example_only.sh": cheats.combine(cheats.raw(f"{cli} create {example} >/dev/null || true"),

@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
 """Stub HTTP service (stand-in kit): keeps a JSON resource contract offline; its state lives only in memory.
 
-Usage: python3 -I http_stub_server.py CONTRACT.json. The contract names the collection path, the record fields,
+Usage: python3 -I http_stub_server.py CONTRACT.json (serve) or `--check CONTRACT.json` (exit 0 when it answers
+/health: the service's health check). It runs as a stand-in service in a container of its own beside the agent's
+(gates/services.py), sharing only its loopback. The contract names the collection path, the record fields,
 which are integers (sent as JSON numbers, at least 1), the seed records, the page size and the records whose first
 POST is answered 503 (a transient failure). Endpoints: GET /health; GET <collection>?page=N (pages of page_size,
 `next` names the following page or is null); GET <collection>/<id>; POST <collection> (201 / 400 bad JSON /
 422 missing, unknown or mistyped fields / 503 once for a flaky record); DELETE <collection>/<id> (204 / 404).
 
-Every answered request is appended to the journal (JOURNAL, one JSON line: method, path, status, body); nothing
-else is stored. The verifier replays the journal through the same functions (`new_state`, `post`, `delete`,
-imported from this file, which sits below /usr where the tamper gate protects it): a record exists only if the
-journal shows the call that created it, answered as this code answers it, so a state file written by hand earns
-nothing and a journal that invents answers (a 201 where the service says 422 or 503) is rejected as a whole.
+Every answered request is appended to the journal (JOURNAL, one JSON line: method, path, status, body; created
+empty at start); nothing else is stored. The runner copies the journal out of the service's container for the
+verifier (GET /__journal also serves it, unjournaled, for runners that do not copy files out). The verifier
+replays it through the same functions (`new_state`, `post`, `delete`, from this file): a record exists only if the
+journal shows the call that created it, answered as this code answers it.
 """
 
 import json
 import os
 import sys
 import threading
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -110,7 +113,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        if urlparse(self.path).path != "/health":
+        if urlparse(self.path).path not in ("/health", "/__journal"):
             with LOCK, open(JOURNAL, "a") as fh:
                 fh.write(json.dumps([self.command, self.path, code, body]) + "\n")
 
@@ -127,6 +130,10 @@ class Handler(BaseHTTPRequestHandler):
         path = urlparse(self.path).path
         if path == "/health":
             return self.reply(200, {"status": "ok"})
+        if path == "/__journal":
+            with LOCK:
+                lines = read_journal()
+            return self.reply(200, lines)
         rid, query = self.route()
         if rid is False:
             return self.reply(404, {"error": "not_found"})
@@ -166,9 +173,21 @@ class Handler(BaseHTTPRequestHandler):
         return self.reply(code) if code == 204 else self.reply(code, {"error": "not_found"})
 
 
+def answers(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
 if __name__ == "__main__":
-    with open(sys.argv[1]) as _f:
+    check = sys.argv[1] == "--check"
+    with open(sys.argv[-1]) as _f:
         CONTRACT.update(json.load(_f))
+    if check:
+        sys.exit(0 if answers(CONTRACT["port"]) else 1)
     STATE.update(replay(CONTRACT, read_journal()) or new_state(CONTRACT))  # a restart keeps what was created
     os.makedirs(os.path.dirname(JOURNAL), exist_ok=True)
+    open(JOURNAL, "a").close()
     ThreadingHTTPServer(("127.0.0.1", CONTRACT["port"]), Handler).serve_forever()
