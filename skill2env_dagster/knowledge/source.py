@@ -104,6 +104,11 @@ def _safe_read(root: Path, rel: str) -> str | None:
         return None
 
 
+def read_skill_file(skill: SkillRecord, rel: str) -> str | None:
+    """One file of the skill as text (read-only, capped, never through a symlink); None when it cannot be read."""
+    return _safe_read(Path(skill.abs_path), rel) if skill.abs_path else None
+
+
 def read_docs(skill: SkillRecord) -> list[Doc]:
     """SKILL.md first (from disk, else the record's body), then the skill's other text documents by path."""
     root = Path(skill.abs_path)
