@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, Field, StringConstraints, create_model
 
@@ -29,7 +29,7 @@ from skill2env_dagster.models.blueprint import (
     PredicateKind,
     TaskBlueprint,
 )
-from skill2env_dagster.models.knowledge import SkillKnowledge, SourceRef
+from skill2env_dagster.models.knowledge import ArtifactRole, SkillKnowledge, SourceRef
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.planning.catalogue import DifficultyPattern, load_patterns
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
@@ -40,6 +40,8 @@ MAX_ITEMS = 60  # skill lines offered to the model (and in the schema's enum)
 ITEM_CHARS = 240
 FILE_CHARS = 3_000  # per quoted skill file besides SKILL.md
 FILES_CHARS = 12_000  # all of them together
+FILES_LISTED = 40  # files named at most (shown or not)
+ROLE_ORDER = get_args(ArtifactRole)  # data, templates, configs, schemas, scripts first: quoted in this order
 SHAPE = "llm"  # TaskBlueprint.shape of a model-written task: no offline shape realises it
 
 Line = Annotated[str, StringConstraints(min_length=1, max_length=300)]
@@ -173,12 +175,13 @@ def blueprint_inputs(ctx: CreationContext, knowledge: SkillKnowledge) -> Bluepri
 
 def skill_files(skill: SkillRecord, knowledge: SkillKnowledge) -> str:
     """The skill's other text files (documents, data, templates, configs, schemas, scripts), each quoted up to
-    FILE_CHARS and all of them up to FILES_CHARS; binary or refused files are named only."""
+    FILE_CHARS and all of them up to FILES_CHARS, the skill's own material (data, templates, configs) first; binary
+    files, and files past the budget, are named only (at most FILES_LISTED names)."""
     parts: list[str] = []
     total = 0
-    for a in knowledge.artifacts:
-        if a.path == skill.skill_file:
-            continue
+    others = sorted((a for a in knowledge.artifacts if a.path != skill.skill_file),
+                    key=lambda a: (not a.text, ROLE_ORDER.index(a.role), a.path))
+    for a in others[:FILES_LISTED]:
         text = read_skill_file(skill, a.path) if a.text and total < FILES_CHARS else None
         if text is None:
             parts.append(f"--- {a.path} ({a.role}, {a.size} bytes, not shown)")
@@ -187,6 +190,8 @@ def skill_files(skill: SkillRecord, knowledge: SkillKnowledge) -> str:
         total += len(shown)
         cut = "" if len(shown) == len(text) else f" (first {len(shown)} of {len(text)} characters)"
         parts.append(f"--- {a.path} ({a.role}){cut}\n{shown}")
+    if len(others) > FILES_LISTED:
+        parts.append(f"--- and {len(others) - FILES_LISTED} more files, not shown")
     return "\n".join(parts)
 
 

@@ -24,6 +24,7 @@ from skill2env_dagster.reasons import LLMError, ReasonCode
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.builder import TaskBuilder
 from skill2env_dagster.tasks.generator import make_context
+from skill2env_dagster.tasks.llm_blueprint import skill_files
 from skill2env_dagster.tasks.llm_generator import LLMGenerator, task_prompts_version
 from skill2env_dagster.tasks.llm_replies import EnvironmentReply, SolutionReply, VerifierReply
 from skill2env_dagster.tasks.pipeline import (
@@ -337,3 +338,17 @@ def test_a_solve_sh_syntax_error_is_repairable_but_a_test_sh_one_is_not():
     assert "failing check bash_syntax" in (repairable(fixable) or "")
     assert repairable(syntax("tests/test.sh: line 3: syntax error")) is None
     assert repairable(syntax("solution/solve.sh: line 3: x; solution/cheats/a.sh: line 1: y")) is None
+
+
+def test_the_skill_files_quoted_are_bounded(tmp_path):
+    folder = tmp_path / "big"
+    (folder / "data").mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: big\ndescription: Big files.\n---\n# Big\n\nYou must sum rows.\n")
+    (folder / "data" / "rows.csv").write_text("a,b\n" + "1,2\n" * 2000)
+    for i in range(45):
+        (folder / "data" / f"f{i:02d}.md").write_text("x\n")
+    skill = skill_from_dir(folder)
+    text = skill_files(skill, extract_knowledge(skill))
+    assert "--- data/rows.csv (data) (first 3000 of 8004 characters)" in text
+    assert text.count("\n--- data/f") < 45 and "more files, not shown" in text
+    assert "You must sum rows" not in text  # SKILL.md is quoted on its own (bounded by BODY_LIMIT)
