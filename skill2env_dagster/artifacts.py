@@ -56,7 +56,9 @@ class Folder:
 
 # --- what decides each artifact's content (versions.py turns a scope into the asset's code_version) ------------
 SKILLHUB_SCOPE = CodeScope(modules=("skillhub",), data=("screening_rules.yaml",))
-TASK_PROMPTS = ("task_environment.j2", "task_instruction.j2", "task_tests.j2", "task_rubric.j2", "task_solution.j2")
+# The model-backed creator's step templates, in the frozen creation order.
+TASK_PROMPTS = ("task_blueprint.j2", "task_environment.j2", "task_instruction.j2", "task_tests.j2", "task_rubric.j2",
+                "task_solution.j2", "task_cheats.j2")
 # The judge's template includes the constitution; both are listed so that the registry names every prompt it uses.
 JUDGE_PROMPTS = ("judge_rollout.j2", "judge_constitution.j2")
 
@@ -72,9 +74,11 @@ PLANS = Artifact("workflow_plans", WorkflowPlanSet, CodeScope(
     model_modules=("llm",), model_settings=True))
 AXES = Artifact("axis_samples", AxisSampleSet, CodeScope(
     modules=("planning.axes",), data=("axes.yaml", "difficulty_patterns.yaml")))
-# The creation-time gate decides which candidates are retained, so the gate code is part of the bundles' scope.
+# The creation-time gate decides which candidates are retained, so the gate code is part of the bundles' scope;
+# both generators' blueprints instantiate the difficulty patterns.
 TASKS = Artifact("task_bundles", TaskBundleSet, CodeScope(
-    modules=("tasks", "gates"), prompts=TASK_PROMPTS, model_modules=("llm",), model_settings=True))
+    modules=("tasks", "gates"), data=("difficulty_patterns.yaml",), prompts=TASK_PROMPTS, model_modules=("llm",),
+    model_settings=True))
 GATES = Artifact("gate_reports", TaskGateReports, CodeScope(modules=("gates",)))
 # Solver rollouts: the harness, the sandbox adapter and the solver settings (those are the "model settings" here;
 # the asset passes their fingerprint). Trajectories live in the skill's folder next to the artifact file.

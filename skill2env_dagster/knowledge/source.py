@@ -111,6 +111,11 @@ def is_spec(path: str, text: str) -> bool:
     return PurePosixPath(path).suffix.lower() in SPEC_EXTS and bool(_SPEC_HEAD.search(text[:4096]))
 
 
+def read_skill_file(skill: SkillRecord, rel: str) -> str | None:
+    """One file of the skill as text (read-only, capped, never through a symlink); None when it cannot be read."""
+    return _safe_read(Path(skill.abs_path), rel) if skill.abs_path else None
+
+
 def read_docs(skill: SkillRecord, specs: bool = False) -> list[Doc]:
     """SKILL.md first (from disk, else the record's body), then the skill's other text documents by path; with
     `specs`, then its OpenAPI/Swagger documents (a service contract, not prose: knowledge extraction skips them)."""

@@ -145,7 +145,7 @@ class OfflineGenerator:
     def metadata(self, ctx: CreationContext) -> dict[str, Any]:
         if ctx.task_name not in self._rubric_sources:
             self.rubric(ctx)
-        return {**self.blueprint(ctx).summary(), "rubric_sources": self._rubric_sources[ctx.task_name]}
+        return {"rubric_sources": self._rubric_sources[ctx.task_name]}
 
 
 def make_context(skill: SkillRecord, workflow: Workflow, sample: AxisSample, base_images: dict[str, str],

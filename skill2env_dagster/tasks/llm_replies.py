@@ -4,8 +4,10 @@ The JSON schema of each reply model is the whole contract with the server: every
 patterns, the areas a step may not write into, required entry files and their shebangs, file counts and sizes,
 the Dockerfile instruction allowlist, metric-name patterns and uniqueness, one-line rubric items), so a server
 with constrained decoding can only produce replies we accept. A rule JSON Schema cannot express would be listed
-in the model's `SEMANTIC_RULES` and sent with the schema and with every repair request; today there is none
-(tests/unit/test_reply_schemas.py draws random schema-valid replies and checks that every one validates).
+in the model's `SEMANTIC_RULES` and sent with the schema and with every repair request; the only one is that a
+cheat must parse under `bash -n`
+(tests/unit/test_reply_schemas.py draws random schema-valid replies and checks that every one validates), apart
+from CheatsReply's bash syntax, which is listed there.
 
 Validation runs before anything is written: a reply that breaks a rule is a schema violation, the client asks
 once for a repair and then fails the call with `llm_schema_violation`, so a bad reply never writes outside its
@@ -15,6 +17,8 @@ step.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, field_validator
@@ -152,3 +156,47 @@ class SolutionReply(ReplyModel):
     @classmethod
     def _files(cls, files: dict[str, str]) -> dict[str, str]:
         return check_files(files, "solution", required=("solve.sh",), scripts=("wrong.sh",))
+
+
+CHEAT_NAME = r"^[a-z][a-z0-9_]{0,39}$"
+MAX_CHEAT_CHARS = 8_000
+
+
+def bash_syntax_error(script: str) -> str:
+    """bash -n's complaint about a script ('' when it parses); the text is parsed, never run."""
+    bash = shutil.which("bash")
+    if bash is None:
+        raise RuntimeError("bash not found on this machine")
+    done = subprocess.run([bash, "-n"], input=script, capture_output=True, text=True, timeout=30)
+    return "" if done.returncode == 0 else (done.stderr.strip() or f"bash -n exited {done.returncode}")[:300]
+
+
+class CheatsReply(ReplyModel):
+    """solution/cheats/<name>.sh: shortcut scripts that must NOT earn the reward (the gates run each one)."""
+
+    SEMANTIC_RULES = ("Every script must parse under `bash -n` (the gates reject a task whose scripts do not).",)
+
+    cheats: dict[str, str] = Field(json_schema_extra={
+        "minProperties": 2, "maxProperties": 4, "propertyNames": {"pattern": CHEAT_NAME},
+        "additionalProperties": {"type": "string", "pattern": SHEBANG_PATTERN, "maxLength": MAX_CHEAT_CHARS},
+        "description": "Cheat name (snake_case, no extension) -> bash script starting with #!/bin/bash."})
+
+    @field_validator("cheats")
+    @classmethod
+    def _cheats(cls, cheats: dict[str, str]) -> dict[str, str]:
+        if not 2 <= len(cheats) <= 4:
+            raise ValueError(f"give 2 to 4 cheats (got {len(cheats)})")
+        problems = [f"{name!r}: not a snake_case name" for name in cheats if not re.match(CHEAT_NAME, name)]
+        problems += [f"{name!r}: must start with #!" for name, text in cheats.items() if not text.startswith("#!")]
+        problems += [f"{name!r}: longer than {MAX_CHEAT_CHARS} characters" for name, text in cheats.items()
+                     if len(text) > MAX_CHEAT_CHARS]
+        if problems:
+            raise ValueError("; ".join(problems))
+        broken = [f"{name}: {err}" for name, text in cheats.items() if (err := bash_syntax_error(text))]
+        if broken:
+            raise ValueError("bash syntax: " + "; ".join(broken))
+        return cheats
+
+    def files(self) -> dict[str, str]:
+        """The builder's view: `<name>.sh` under solution/cheats/."""
+        return {f"{name}.sh": text for name, text in self.cheats.items()}

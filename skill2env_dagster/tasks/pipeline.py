@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from skill2env_dagster.gates.reuse import record_creation_gate
 from skill2env_dagster.knowledge import extract_knowledge
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
-from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
+from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport, GateVerdict, ShortcutAttempt
 from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.models.plan import WorkflowPlanSet
@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 GateFn = Callable[[Path], GateReport]
 REPAIRABLE_CHECKS = {"oracle", "wrong_solution"}
+SOLUTION_SCRIPTS = ("solution/solve.sh:", "solution/wrong.sh:")  # bash_syntax problems a repair can fix
+EVIDENCE_CHARS = 4000
 AGENT_TIMEOUT_SEC = 1800.0
 VERIFIER_TIMEOUT_SEC = 300.0
 
@@ -67,8 +69,10 @@ def _pins(base_images: dict[str, str]) -> dict[str, str]:
 
 
 def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator) -> TaskToml:
-    """task.toml before the freeze: identity, provenance, the six axes as realised, timeouts, offline network."""
+    """task.toml before the freeze: identity, provenance, the six axes as realised, the blueprint's summary,
+    timeouts, offline network."""
     s, skill = ctx.sample, ctx.skill
+    blueprint = gen.blueprint(ctx)
     meta = {
         "source_skill": skill.skill_id, "source": skill.source, "source_commit": skill.source_commit or "",
         "source_bundle_digest": skill.bundle_digest, "workflow": s.workflow, "variant": s.variant,
@@ -79,7 +83,7 @@ def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator)
         **({"added_patterns": s.added_patterns} if s.added_patterns else {}),  # by hardening rounds
         "recipe": env.recipe, "generator": gen.kind, "model": gen.model or "none",
         "prompt_version": gen.prompt_version, "base_image_pins": _pins({env.image: ctx.base_images[env.image]}),
-        **gen.metadata(ctx),
+        **(blueprint.summary() if blueprint else {}), **gen.metadata(ctx),
     }
     return TaskToml(
         task=TaskInfo(name=f"skill2env/{ctx.task_name}", description=ctx.workflow.summary[:300],
@@ -108,19 +112,50 @@ def build_candidate(builder: TaskBuilder, ctx: CreationContext,
     return env, metrics
 
 
-def _repairable(report: GateReport) -> str | None:
-    """Evidence for a solution-only repair, or None when some other check failed (or nothing did)."""
+def _solution_syntax(check: CheckResult) -> bool:
+    """A bash_syntax failure that names only solve.sh or wrong.sh: a solution-only repair can fix it."""
+    problems = check.evidence.split("; ")
+    return check.name == "bash_syntax" and all(p.startswith(SOLUTION_SCRIPTS) for p in problems)
+
+
+def repairable(report: GateReport) -> str | None:
+    """Evidence for a solution-only repair, or None when some other check failed (or nothing did): a passing
+    cheat, a blind verifier or a broken test is a verdict on the frozen task, never something to repair."""
     fails = [c for c in report.checks if c.verdict is CheckVerdict.FAIL]
-    if not fails or any(c.name not in REPAIRABLE_CHECKS for c in fails):
+    if not fails or any(c.name not in REPAIRABLE_CHECKS and not _solution_syntax(c) for c in fails):
         return None
-    return "; ".join(f"{c.name}: {c.reason} {c.evidence}" for c in fails)
+    return repair_evidence(report)
+
+
+def _attempts(label: str, attempts: list[ShortcutAttempt]) -> str:
+    ran = [a for a in attempts if a.verdict is not CheckVerdict.SKIPPED]
+    passed = [a for a in ran if a.verdict is CheckVerdict.FAIL]
+    listed = passed or ran[:4]
+    return (f"{label}: {len(ran)} run, {len(passed)} earned reward they must not; "
+            + "; ".join(f"{a.name} mean {a.mean:.2f} {a.metrics} {a.reason or ''}".rstrip() for a in listed))
+
+
+def repair_evidence(report: GateReport) -> str:
+    """What the gates saw, for a solution-only repair: the failing checks (static ones too), the Oracle's and the
+    no-op's per-metric rewards, wrong.sh's, and the mutant and cheat results when those stages ran."""
+    lines = [f"failing check {c.name} ({c.reason.value if c.reason else '-'}): {c.evidence}"[:800]
+             for c in report.checks if c.verdict is CheckVerdict.FAIL]
+    lines.append(f"Oracle (solve.sh) per-metric rewards: {report.oracle or 'none'}")
+    lines.append(f"no-op (untouched environment) per-metric rewards: {report.nop or 'none'}")
+    if report.wrong is not None:
+        lines.append(f"wrong.sh per-metric rewards: {report.wrong}")
+    lines.append(_attempts("mutants of the Oracle's outputs", report.mutants) if report.mutants
+                 else f"mutation testing: {report.mutation_testing}")
+    if report.cheats:
+        lines.append(_attempts("cheats", report.cheats))
+    return "\n".join(lines)[:EVIDENCE_CHARS]
 
 
 def gate_and_repair(builder: TaskBuilder, ctx: CreationContext, gen: TaskGenerator, gate: GateFn,
                     max_repairs: int) -> tuple[GateReport, int]:
     report = gate(builder.dir.root)
     attempts = 0
-    while attempts < max_repairs and (evidence := _repairable(report)):
+    while attempts < max_repairs and (evidence := repairable(report)):
         attempts += 1
         log.info("repair task=%s attempt=%d evidence=%s", ctx.task_name, attempts, evidence[:200])
         builder.solution(gen.solution(ctx, evidence), evidence=evidence)

@@ -52,7 +52,7 @@ def _materialize(tmp_path, skill, instance, llm):
 def test_schema_violations_are_recorded_rejections_and_the_partition_succeeds(planned, tmp_path):
     skill, store, instance = planned
     with FakeOpenAI(StepResponder()) as srv:
-        srv.enqueue(*[schema_violation()] * 4)  # both candidates: the environment reply and its repair
+        srv.enqueue(*[schema_violation()] * 4)  # both candidates: the blueprint reply and its repair
         result = _materialize(tmp_path, skill, instance,
                               LLMResource(base_url=srv.base_url, model="fake-model", cache_dir=""))
         served = (srv.prompt_tokens, srv.completion_tokens)
@@ -60,7 +60,7 @@ def test_schema_violations_are_recorded_rejections_and_the_partition_succeeds(pl
     bundles = store.load(TASKS, skill.skill_id)
     assert [b.status for b in bundles.bundles] == ["rejected", "rejected"]
     assert all(b.reasons == [ReasonCode.LLM_SCHEMA_VIOLATION] for b in bundles.bundles)
-    assert "EnvironmentReply" in bundles.bundles[0].evidence[0]
+    assert "BlueprintReply" in bundles.bundles[0].evidence[0]  # the first step of each candidate
     assert (bundles.usage.prompt_tokens, bundles.usage.completion_tokens) == served
     meta = result.asset_materializations_for_node("task_bundles")[0].metadata
     assert meta["rejected_by_reason"].value == {"llm_schema_violation": 2} and meta["retained"].value == 0

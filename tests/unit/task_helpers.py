@@ -32,6 +32,15 @@ def skill_from_dir(folder: Path, source: str = "examples") -> SkillRecord:
                        description=meta["description"], body=body, files=files, bundle_digest=digest)
 
 
+def vague_skill(root: Path) -> SkillRecord:
+    """A skill that states no rule, limit or pitfall: nothing to build a task on."""
+    folder = root / "vague"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: vague\ndescription: Be thoughtful about things.\n---\n"
+                                     "# Vague\n\nThink carefully and be kind.\n")
+    return skill_from_dir(folder)
+
+
 def plans_and_axes(skill: SkillRecord, shapes: list[str] | None = None, complexity: str | None = None):
     """Offline plans and axes; with `shapes`, variant i is forced onto the archetype/verifier combination of
     shapes[i] (one task per shape, on a workflow focused on that shape's family), without fallbacks; `complexity`

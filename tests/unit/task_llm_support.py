@@ -1,6 +1,8 @@
 """Canned step replies for the model-backed generator: a complete small task (sum ok readings per sensor), served
 by the loopback fake OpenAI server. `StepResponder` answers by the schema the client asks for and records which
-steps were called; `broken_first_solution` makes the first solve.sh wrong so the repair loop runs."""
+steps were called; `broken_first_solution` makes the first solve.sh wrong so the repair loop runs. The blueprint
+reply cites the first skill line and pattern the request's schema offers; the cheats are honest shortcuts that
+the canned verifier must see through (`PASSING_CHEAT` is one it cannot: the visible answer, hard-coded)."""
 
 from __future__ import annotations
 
@@ -37,7 +39,30 @@ awk -F, 'NR > 1 && $3 == "ok" { t[$1] += $2 } END { for (s in t) print s "," t[s
 WRONG = SOLVE.replace(' && $3 == "ok"', "")
 BROKEN = SOLVE.replace("$2", "$3")
 
+CHEATS = {
+    "header_only": "#!/bin/bash\nmkdir -p /app/out\necho 'sensor,total' > /app/out/totals.csv\n",
+    "every_sensor_every_reading": "#!/bin/bash\nmkdir -p /app/out\nawk -F, 'NR > 1 { t[$1] += $2 } END { for (s "
+                                  "in t) print s \",\" t[s] }' /app/data/readings.csv > /app/out/totals.csv\n",
+}
+PASSING_CHEAT = {"hard_coded_answer": "#!/bin/bash\nmkdir -p /app/out\nprintf 'alpha,6\\nbeta,8\\n' > "
+                                      "/app/out/totals.csv\n"}
+BLUEPRINT: dict[str, Any] = {
+    "objective": "Per-sensor totals of the ok readings only, written as a sorted two-column CSV without header.",
+    "rules": [{"kind": "format", "subject": "log lines", "statement": "Keep only records whose status is ok.",
+               "source": ""}],
+    "challenges": [{"pattern": "", "instantiation": "void readings sit between the ok ones of the same sensor",
+                    "tested_by": ["rows_correct"]}],
+    "environment_facts": ["/app/data/readings.csv: sensor,value,status with ok and void rows"],
+    "boundary": {"stated": ["output path and format", "void readings do not count"],
+                 "discover": ["which sensors appear and how many readings each has"]},
+    "acceptance": [{"metric": "file_present", "checks": "totals.csv holds no wrong row", "rules": []},
+                   {"metric": "rows_correct", "checks": "share of right sensor totals", "rules": ["R1"]}],
+    "complexity": {"files_to_read": 1, "dependent_steps": 1, "items": 6},
+    "deliverables": ["/app/out/totals.csv"],
+}
+
 REPLIES: dict[str, dict[str, Any]] = {
+    "BlueprintReply": BLUEPRINT,
     "EnvironmentReply": {"image": "minimal", "dockerfile_lines": ["COPY app/ /app/", "RUN mkdir -p /app/out"],
                          "files": {"app/data/readings.csv": READINGS}},
     "InstructionReply": {"instruction": (
@@ -50,6 +75,7 @@ REPLIES: dict[str, dict[str, Any]] = {
     "RubricReply": {"must_do": ["Sum only ok readings per sensor"], "must_avoid": ["Counting void readings"],
                     "best_practice": ["Script the aggregation so it can be re-run"]},
     "SolutionReply": {"files": {"solve.sh": SOLVE, "wrong.sh": WRONG}},
+    "CheatsReply": {"cheats": CHEATS},
 }
 
 
@@ -75,4 +101,15 @@ class StepResponder:
         self.calls.append(name)
         if name == "SolutionReply" and self.broken_first and self.calls.count(name) == 1:
             return json.dumps({"files": {"solve.sh": BROKEN}})
+        if name == "BlueprintReply":
+            return json.dumps(fill_blueprint(self.replies[name], request_schema(body)))
         return json.dumps(self.replies[name])
+
+
+def fill_blueprint(reply: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Empty `source` / `pattern` fields get the first value the request's schema allows (its per-task enums)."""
+    defs = schema.get("$defs", {})
+    source = defs["BlueprintRule"]["properties"]["source"]["enum"][0]
+    pattern = defs["BlueprintChallenge"]["properties"]["pattern"]["enum"][0]
+    return {**reply, "rules": [{**r, "source": r["source"] or source} for r in reply["rules"]],
+            "challenges": [{**c, "pattern": c["pattern"] or pattern} for c in reply["challenges"]]}

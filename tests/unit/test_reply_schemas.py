@@ -1,5 +1,5 @@
 """The JSON schema we send is the whole contract: every reply a constrained decoder can produce for it passes our
-validation (apart from a reply model's listed SEMANTIC_RULES, of which there are none today), and the rules we
+validation (apart from a reply model's listed SEMANTIC_RULES: only CheatsReply's bash syntax), and the rules we
 check are in the schema the server sees, so it cannot produce a reply we would reject."""
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from skill2env_dagster.llm.schema import (
     wire_schema,
 )
 from skill2env_dagster.planning.llm_planner import PlanReply
+from skill2env_dagster.tasks.llm_blueprint import blueprint_reply
 from skill2env_dagster.tasks.llm_replies import (
+    CheatsReply,
     EnvironmentReply,
     InstructionReply,
     RubricReply,
@@ -31,8 +33,9 @@ from skill2env_dagster.tasks.llm_replies import (
     VerifierReply,
 )
 
-REPLY_MODELS: list[type[BaseModel]] = [PlanReply, EnvironmentReply, InstructionReply, VerifierReply, RubricReply,
-                                       SolutionReply]
+BlueprintReply = blueprint_reply(["SKILL.md:3", "docs/rules.md:12"], ["facts-split-across-sources", "other-one"])
+REPLY_MODELS: list[type[BaseModel]] = [PlanReply, BlueprintReply, EnvironmentReply, InstructionReply, VerifierReply,
+                                       RubricReply, SolutionReply, CheatsReply]
 PROPERTY = settings(max_examples=25, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
@@ -40,7 +43,8 @@ PROPERTY = settings(max_examples=25, deadline=None, database=None,
 
 @pytest.mark.parametrize("model", REPLY_MODELS, ids=lambda m: m.__name__)
 def test_every_schema_valid_reply_is_accepted(model: type[BaseModel]) -> None:
-    assert semantic_rules(model) == ()  # none today: a rule added to validation must go into the schema or here
+    # A rule added to validation must go into the schema or be listed here (and sent with the schema).
+    assert semantic_rules(model) == (() if model is not CheatsReply else CheatsReply.SEMANTIC_RULES)
 
     @PROPERTY
     @given(from_schema(wire_schema(model)))
@@ -48,6 +52,8 @@ def test_every_schema_valid_reply_is_accepted(model: type[BaseModel]) -> None:
         try:
             model.model_validate(instance)
         except ValidationError as e:
+            if model is CheatsReply and "bash syntax" in str(e) and len(e.errors()) == 1:
+                return  # the listed semantic rule: random text seldom parses as bash
             pytest.fail(f"{model.__name__}: schema-valid reply rejected: {e}\n{instance!r}"[:3000])
 
     check()
@@ -77,6 +83,14 @@ def _bad_variants() -> list[tuple[type[BaseModel], dict]]:
     env = {"image": "minimal", "dockerfile_lines": ["COPY app/ /app/"], "files": {"app/x.csv": "a"}}
     tests = {"files": {"test.sh": "#!/bin/bash\n"}, "metrics": ["a_metric", "b_metric"]}
     rubric = {"must_do": ["x"], "must_avoid": ["y"], "best_practice": ["z"]}
+    blueprint = {"objective": "Sum the ok readings per sensor into one file.",
+                 "rules": [{"kind": "format", "subject": "s", "statement": "t", "source": "SKILL.md:3"}],
+                 "challenges": [{"pattern": "other-one", "instantiation": "i"}], "environment_facts": ["f"],
+                 "boundary": {"stated": ["a"], "discover": ["b"]},
+                 "acceptance": [{"metric": "m_one", "checks": "c"}, {"metric": "m_two", "checks": "c"}],
+                 "complexity": {"files_to_read": 1, "dependent_steps": 1, "items": 1},
+                 "deliverables": ["/app/out.csv"]}
+    BlueprintReply.model_validate(blueprint)  # the base the bad variants break one rule of
     return [
         (PlanReply, {"workflows": [{**wf, "name": ""}]}),
         (PlanReply, {"workflows": [{**wf, "name": "Fix Report"}]}),
@@ -103,6 +117,14 @@ def _bad_variants() -> list[tuple[type[BaseModel], dict]]:
         (RubricReply, {**rubric, "must_do": []}),
         (RubricReply, {**rubric, "must_avoid": ["two\nlines"]}),
         (RubricReply, {**rubric, "best_practice": ["   "]}),
+        (BlueprintReply, {**blueprint, "rules": [{**blueprint["rules"][0], "source": "SKILL.md:4"}]}),
+        (BlueprintReply, {**blueprint, "challenges": [{**blueprint["challenges"][0], "pattern": "made-up"}]}),
+        (BlueprintReply, {**blueprint, "acceptance": blueprint["acceptance"][:1]}),
+        (BlueprintReply, {**blueprint, "deliverables": ["out.csv"]}),
+        (CheatsReply, {"cheats": {"only": "#!/bin/bash\n"}}),
+        (CheatsReply, {"cheats": {"a.sh": "#!/bin/bash\n", "b": "#!/bin/bash\n"}}),
+        (CheatsReply, {"cheats": {"a": "no shebang", "b": "#!/bin/bash\n"}}),
+        (CheatsReply, {"cheats": {"a": "#!/bin/bash\n" + "x" * 8000, "b": "#!/bin/bash\n"}}),
     ]
 
 

@@ -19,10 +19,10 @@ from skill2env_dagster.gates.services import COMPOSE_FILE, parse_services
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.tasks.blueprints import NoShapeError
 from skill2env_dagster.tasks.generator import OfflineGenerator, make_context
-from skill2env_dagster.tasks.pipeline import task_name
+from skill2env_dagster.tasks.pipeline import task_config, task_name
 from skill2env_dagster.tasks.standins import http_stub
 from skill2env_dagster.tasks.standins.http_stub import JOURNAL
-from tests.unit.task_helpers import SHAPE_NAMES, plans_and_axes, skill_from_dir
+from tests.unit.task_helpers import SHAPE_NAMES, plans_and_axes, skill_from_dir, vague_skill
 from tests.unit.task_localrun import cheat_trials, mean, mutant_trials, three_trials
 
 PINS = {"minimal": "127.0.0.1:5000/s2e-minimal@sha256:" + "a" * 64,
@@ -199,17 +199,13 @@ def test_unrealisable_combination_records_its_fallback(skill):
 
 def test_blueprint_lands_in_task_metadata(skill):
     gen, ctx, _ = _planned(skill, "table_cases", "medium")
-    meta = gen.metadata(ctx)
+    meta = task_config(ctx, gen.environment(ctx), gen).metadata
     assert meta["blueprint_shape"] == "table_cases" and meta["blueprint_rules"][0].startswith("R1 lookup")
     assert set(meta["rubric_sources"]) >= {"must-do-1", "must-avoid-1", "best-practice-1"}
 
 
 def test_skill_without_checkable_rules_gets_a_reason(tmp_path):
-    folder = tmp_path / "vague"
-    folder.mkdir()
-    (folder / "SKILL.md").write_text("---\nname: vague\ndescription: Be thoughtful about things.\n---\n"
-                                     "# Vague\n\nThink carefully and be kind.\n")
-    skill = skill_from_dir(folder)
+    skill = vague_skill(tmp_path)
     plans, axes = plans_and_axes(skill)
     wf = plans.workflows[0]
     with pytest.raises(NoShapeError) as e:
