@@ -21,7 +21,7 @@ from skill2env_dagster.skillhub.snapshot import (
     publish_snapshot,
     record_fingerprint,
 )
-from skill2env_dagster.store import sha256_bytes
+from skill2env_dagster.store import ArtifactStore
 
 OWNERS = ["team:skill2env"]
 
@@ -33,7 +33,7 @@ raw_skill_md = dg.AssetSpec(
     kinds={"markdown"},
     owners=OWNERS,
     description="A skill folder rooted at SKILL.md, as found in its source. Observed by the crawl: data version = "
-    "bundle digest and folder, metadata = path and source commit. The lineage root of every per-skill asset.",
+    "bundle digest, metadata = path and source commit. The lineage root of every per-skill asset.",
 )
 
 
@@ -46,15 +46,18 @@ def skillhub_crawl(
     keep the `skills` partitions in step (new skills added, removed skills' partitions deleted), and observe each
     skill's raw SKILL.md folder so only changed skills turn stale downstream."""
     result = crawl(skillhub.load())
-    root = artifacts.store().dir(CRAWL)
+    store = artifacts.store()
+    root = store.dir(CRAWL)
     previous = _previously_observed(context.instance, root)
     snap_dir, manifest = publish_snapshot(result, root)
     added, removed = _sync_partitions(context.instance, [r.skill_id for r in result.records])
     observed = 0
     for r in result.records:
-        if previous.get(r.skill_id) != (r.bundle_digest, r.source_commit, r.abs_path):
+        if previous.get(r.skill_id, ("", None, ""))[:2] != (r.bundle_digest, r.source_commit):
             context.log_event(_observation(r))
             observed += 1
+    relocated = refresh_locations(store, [r for r in result.records if r.skill_id in previous
+                                          and previous[r.skill_id][2] != r.abs_path])
     context.log.info("crawl %s: %d skills, %s", manifest.snapshot_id, manifest.n_skills, manifest.status_counts)
     return dg.MaterializeResult(
         data_version=dg.DataVersion(manifest.snapshot_id),
@@ -67,6 +70,7 @@ def skillhub_crawl(
             "sources": dg.MetadataValue.json(manifest.sources),
             "partitions_added": len(added),
             "raw_skill_md_observed": observed,
+            "snapshot_records_relocated": relocated,
             "partitions_removed": dg.MetadataValue.json(sorted(removed)),
             "seconds": dg.MetadataValue.json(manifest.seconds),
         },
@@ -74,8 +78,9 @@ def skillhub_crawl(
 
 
 def _previously_observed(instance: dg.DagsterInstance, root: Path) -> dict[str, tuple[str, str | None, str]]:
-    """(digest, commit, folder) per skill as this instance's last crawl observed them: only differences are
-    observed again, so a re-crawl of a large unchanged hub writes no events (a new instance observes everything)."""
+    """(digest, commit, folder) per skill in this instance's last crawl: only a different digest or commit is
+    observed again, so a re-crawl of a large unchanged hub writes no events (a new instance observes everything);
+    a different folder only relocates the stored record."""
     event = instance.get_latest_materialization_event(dg.AssetKey(CRAWL.name))
     meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
     snapshot = meta.get("snapshot_id")
@@ -103,16 +108,25 @@ def _observation(r: SkillRecord) -> dg.AssetObservation:
     return dg.AssetObservation(
         asset_key=RAW_SKILL_MD.name,
         partition=r.skill_id,
-        tags={"dagster/data_version": observed_version(r)},
+        tags={"dagster/data_version": r.bundle_digest},
         metadata=provenance_metadata(r),
     )
 
 
-def observed_version(r: SkillRecord) -> str:
-    """The bundle digest and the folder: a hub that moved (same content, new path) re-runs its cheap snapshot
-    partitions, so their records point at files that exist; the snapshot's own data version is content-only, so
-    nothing downstream rebuilds."""
-    return f"{r.bundle_digest[:48]}@{sha256_bytes(r.abs_path.encode())[:15]}"
+def refresh_locations(store: ArtifactStore, moved: list[SkillRecord]) -> int:
+    """Point stored snapshot records at the folder the skill is in now, when only its location changed (a moved
+    hub, a new checkout of an unchanged skill): later stages read the skill's files through the record, and the old
+    folder may be gone. Same content, same data version: nothing turns stale and nothing re-runs."""
+    done = 0
+    for r in moved:
+        if not store.exists(SNAPSHOT, r.skill_id):
+            continue
+        stored = store.load(SNAPSHOT, r.skill_id)
+        if stored.bundle_digest == r.bundle_digest and stored.abs_path != r.abs_path:
+            store.save(SNAPSHOT, r.skill_id, stored.model_copy(update={
+                "abs_path": r.abs_path, "source_uri": r.source_uri, "source_commit": r.source_commit}))
+            done += 1
+    return done
 
 
 def provenance_metadata(r: SkillRecord) -> dict[str, str | dg.MetadataValue]:
