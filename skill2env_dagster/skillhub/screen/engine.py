@@ -76,8 +76,8 @@ class ScreenSettings(BaseModel):
                                  "without credentials (rule book `standin`), recording standin_possible instead.")
     rules_path: str | None = Field(default=None, description="Alternative rule book; default: the packaged one.")
     second_opinion: bool = Field(default=False, description="Ask the configured model endpoint for a second "
-                                 "opinion on each skill in skillhub_snapshot (one cached call per bundle). Off by "
-                                 "default: its token usage is not yet counted in the run's llm_usage.")
+                                 "opinion on each skill in skillhub_snapshot (one cached call per bundle; its usage "
+                                 "is counted in the run's llm_usage). Off by default: a call per new bundle.")
 
 
 def blocking_codes(findings: list[Finding]) -> list[ReasonCode]:
