@@ -1,7 +1,6 @@
 """SkillHub stage: the crawl (unpartitioned), the raw SKILL.md lineage root, and the per-skill snapshot."""
 
 from pathlib import Path
-
 from typing import Any
 
 import dagster as dg
