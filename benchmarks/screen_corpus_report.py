@@ -1,10 +1,16 @@
 """Screen real skills and score the verdicts: the labelled development set (--set) or the shared corpus.
 
---set: the hand-labelled development set of benchmarks/screening_set (377 skills from public hubs, read from local
+--set: the hand-labelled development set of benchmarks/screening_set (467 skills from public hubs, read from local
 mirrors; see its README). Prints, for the chosen half (default: test), precision and recall per reason code, the
 issue's targets (credentials-or-live-service recall, hardware recall, malicious recall and false-positive rate among
 benign skills, eligible skills wrongly screened out), the same figures for a naive keyword screen, and the crawl
-time. Errors are listed by id for the tune half only (unless --list-test), so rule authors never read test errors.
+time. Errors are listed by id for the tune half only (unless --list-test), so rule authors never read test errors:
+rules are kept or dropped on the tune half, the test half is read as aggregates (the set's README > Discipline).
+
+Last measured (third round, test half; tune half in brackets): credentials or live recall 71.9% (91.2%), goal >= 85,
+missed by 13.1 points; hardware recall 80.0% (92.3%), met; malicious recall 94.9% (100%), goal >= 95, missed by one
+skill; malicious false positives among benign 1.5% (0.0%), goal <= 1, missed (3 of 199, at most 1 allowed); eligible
+wrongly screened out 17.4% (4.6%), goal <= 10, missed by 7.4 points. Per-code live-service recall 71.1% (was 48.3%).
 
     .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--list-test]
 

@@ -1,12 +1,13 @@
 """SkillHub stage: the crawl (unpartitioned), the raw SKILL.md lineage root, and the per-skill snapshot."""
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pyarrow.parquet as pq
 
 from skill2env_dagster.artifacts import CRAWL, RAW_SKILL_MD, SKILLS_PARTITION, SNAPSHOT
-from skill2env_dagster.assets.common import asset_code_version, skills_partitions, stage_run
+from skill2env_dagster.assets.common import asset_code_version, skills_partitions, stage_run, usage_metadata
 from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.resources.llm import LLMResource
@@ -175,7 +176,7 @@ def _with_second_opinion(record: SkillRecord, llm: LLMResource) -> SkillRecord:
                           prompt_version=prompt_version(OPINION_TEMPLATE, llm.fingerprint()))
 
 
-def _opinion_metadata(record: SkillRecord) -> dict[str, str | dg.MetadataValue]:
+def _opinion_metadata(record: SkillRecord) -> dict[str, Any]:
     op = record.second_opinion
     if op is None:
         return {"second_opinion": "none (no model endpoint, or settings.screen.second_opinion is off)"}
@@ -185,6 +186,7 @@ def _opinion_metadata(record: SkillRecord) -> dict[str, str | dg.MetadataValue]:
         "second_opinion": f"{op.model} ({'cached' if op.cached else 'called'}): {op.summary}"[:300],
         "second_opinion_added": dg.MetadataValue.json([c.value for c in op.added]),
         "second_opinion_disagreements": dg.MetadataValue.md(table),
+        **usage_metadata(op.usage),
     }
 
 

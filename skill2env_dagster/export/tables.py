@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from skill2env_dagster.artifacts import PLANS, TASKS
+from skill2env_dagster.artifacts import PLANS, SNAPSHOT, TASKS
 from skill2env_dagster.export.inputs import CorpusInputs
 from skill2env_dagster.models.failure import StageFailure
 from skill2env_dagster.models.probe import ALL_MODES
@@ -112,6 +112,9 @@ def _usage(x: CorpusInputs) -> list[dict]:
              **p.usage.model_dump()} for p in x.plans]
     rows += [{"stage": TASKS.name, "skill_id": b.skill_id, "status": "ok", "generator": b.generator,
               **b.usage.model_dump()} for b in x.bundles]
+    # the screening second opinion generates no tasks: no generator, so it is not counted as one in `generators`
+    rows += [{"stage": SNAPSHOT.name, "skill_id": s.skill_id, "status": "ok", "generator": None,
+              **s.second_opinion.usage.model_dump()} for s in x.skills if s.second_opinion is not None]
     return rows + [{"stage": f.stage, "skill_id": skill_id, "status": "failed", "generator": f.generator,
                     **f.usage.model_dump()} for skill_id, f in x.stage_failures()]
 

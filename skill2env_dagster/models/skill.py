@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skill2env_dagster.models.plan import Usage
 from skill2env_dagster.reasons import ReasonCode
 
 SCHEMA_VERSION = 1
@@ -84,6 +85,8 @@ class SecondOpinion(BaseModel):
     reasons: list[OpinionReason] = Field(default_factory=list, description="The model's verified reasons.")
     added: list[ReasonCode] = Field(default_factory=list, description="Blocking codes only the model found.")
     disagreements: list[Disagreement] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage, description="What this opinion cost (a cache hit: one cache_hits, "
+                         "no tokens); counted in the run's model usage with the other stages.")
 
 
 class SkillRecord(BaseModel):

@@ -227,6 +227,7 @@ def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setu
     assert meta["status"].value == "screened_out"
     assert "needs_live_service | model_only" in meta["second_opinion_disagreements"].value
     assert meta["second_opinion_added"].value == ["needs_live_service"]
+    assert meta["llm_calls"].value == 1 and meta["prompt_tokens"].value > 0  # what the opinion cost is shown
     store = resources["artifacts"].store()
     rec = store.load(SNAPSHOT, "t__csv-cleaner")
     assert rec.second_opinion is not None and rec.second_opinion.reasons[0].evidence == quote

@@ -17,7 +17,7 @@ from skill2env_dagster.models.export import DecontamConfig, ExportManifest
 from skill2env_dagster.models.failure import SkillFailures, StageFailure
 from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.plan import AxisCombo, Criteria, MetaPlan, Usage, Workflow, WorkflowPlanSet
-from skill2env_dagster.models.skill import SkillRecord, SkillStatus
+from skill2env_dagster.models.skill import SecondOpinion, SkillRecord, SkillStatus
 from skill2env_dagster.models.task import Axes, TaskBundle, TaskBundleSet, TaskGateReports
 from skill2env_dagster.probe import load_tasks, probe_retrieval
 from skill2env_dagster.reasons import ReasonCode
@@ -244,3 +244,18 @@ def test_failed_stages_and_their_usage_are_in_the_tables_stats_and_duckdb(corpus
                                                                                                            None)
     finally:
         con.close()
+
+
+def test_the_screening_second_opinion_counts_in_model_usage_but_is_no_generator(corpus, tmp_path: Path) -> None:
+    """The opinion's tokens are a skillhub_snapshot row of the usage table, so the run's llm_usage counts them; the
+    row names no generator, so the screened skill is not counted as handled by one."""
+    inputs, _ = corpus
+    gamma = inputs.skills[2]
+    gamma.second_opinion = SecondOpinion(model="m", prompt_version="v", cached=False,
+                                         usage=Usage(calls=1, prompt_tokens=300, completion_tokens=40, cost_usd=0.1))
+    result = export_corpus(inputs, tmp_path / "out")
+    usage = pq.read_table(tmp_path / "out" / "tables" / "usage.parquet").to_pylist()
+    row = next(r for r in usage if r["stage"] == "skillhub_snapshot")
+    assert (row["skill_id"], row["generator"], row["prompt_tokens"]) == ("gamma", None, 300)
+    assert result.stats.cost.prompt_tokens == 1000 * 2 + 2000 + 300 and result.stats.cost.calls == 2 + 2 + 1
+    assert result.stats.generators == {"llm": 2, "offline": 2}  # the plans and the tasks of alpha and beta

@@ -198,7 +198,7 @@ def test_cli_login_to_a_cloud_is_needs_external_account():
 
 
 LIVE = ("# Rates\n\nAlways use the latest exchange rates, fetched live:\n\n```bash\n"
-        "curl -s https://api.rates.example.com/v1/latest?base=EUR\n```\n" + STEPS)
+        "curl -s https://api.fxrates.dev/v1/latest?base=EUR\n```\n" + STEPS)
 
 
 def test_live_remote_data_is_needs_live_service():
@@ -381,10 +381,10 @@ def test_rate_limited_remote_api_is_live_advising_rate_limits_is_not():
 
 def test_documentation_links_are_not_remote_calls():
     """One weak live signal (an endpoint line) plus a list of doc links stays below threshold."""
-    links = ("# Astro\n\nThe bundled server answers `GET /v1/items`.\n\n- Docs: https://docs.astro.example.org/stable/\n"
-             "- API: https://api.astro.example.org/\n" + STEPS)
+    links = ("# Astro\n\nThe bundled server answers `GET /v1/items`.\n\n- Docs: https://docs.astrocat.dev/stable/\n"
+             "- API: https://api.astrocat.dev/\n" + STEPS)
     assert ReasonCode.NEEDS_LIVE_SERVICE not in codes(screen_text(links, settings=ScreenSettings(allow_standins=False)))
-    call = links + "\n```bash\ncurl https://api.astro.example.org/v1/items\n```\n"
+    call = links + "\n```bash\ncurl https://api.astrocat.dev/v1/items\n```\n"
     assert ReasonCode.NEEDS_LIVE_SERVICE in codes(screen_text(call, settings=ScreenSettings(allow_standins=False)))
 
 

@@ -137,3 +137,16 @@ def test_prompt_version_hashes_the_template_and_model_settings():
     a = prompt_version(OPINION_TEMPLATE, {"model": "a"})
     assert a != prompt_version(OPINION_TEMPLATE, {"model": "b"})
     assert OpinionReply.model_json_schema()["properties"]["reasons"]["maxItems"] == 8
+
+
+def test_the_opinions_usage_is_kept_and_a_cache_hit_spends_no_tokens(tmp_path):
+    record = _record(tmp_path, "kiln-log", DEVICE_LINE)
+    with FakeOpenAI(lambda body: _reply()) as srv:
+        called = _ask(record, srv, tmp_path / "cache").second_opinion
+        cached = _ask(record, srv, tmp_path / "cache").second_opinion
+        served = srv.served[0]
+    assert called is not None and called.usage.calls == 1
+    assert (called.usage.prompt_tokens, called.usage.completion_tokens) == (served["prompt_tokens"],
+                                                                            served["completion_tokens"])
+    assert cached is not None and cached.usage.calls == 0 and cached.usage.cache_hits == 1
+    assert cached.usage.prompt_tokens == 0

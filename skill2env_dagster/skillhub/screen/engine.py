@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -76,8 +77,8 @@ class ScreenSettings(BaseModel):
                                  "without credentials (rule book `standin`), recording standin_possible instead.")
     rules_path: str | None = Field(default=None, description="Alternative rule book; default: the packaged one.")
     second_opinion: bool = Field(default=False, description="Ask the configured model endpoint for a second "
-                                 "opinion on each skill in skillhub_snapshot (one cached call per bundle). Off by "
-                                 "default: its token usage is not yet counted in the run's llm_usage.")
+                                 "opinion on each skill in skillhub_snapshot (one cached call per bundle; its usage "
+                                 "is counted in the run's llm_usage). Off by default: a call per new bundle.")
 
 
 def blocking_codes(findings: list[Finding]) -> list[ReasonCode]:
@@ -102,7 +103,7 @@ def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: 
     signals += requirement_signals(requirements, texts.get(skill_file, ""), skill_file, book)
     signals += vocabulary_signals(about, requirements, texts, skill_file, book, defensive=defensive)
     signals += lure_signals(contexts, skill_file, book)
-    findings = score(signals, book)
+    findings = score(_as_workflow(signals, _run_scripts(texts, skill_file, book)), book)
     findings += _hidden_comment_findings(texts, book)
     findings += _document_checks(texts, body or "", skill_file, book)
     findings = _apply_standin_policy(findings, texts, skill_file, book, settings)
@@ -118,6 +119,21 @@ def _identity_text(fm: dict, skill_md: str) -> str:
     if not name and not description:
         name, description = fallback_from_body(skill_md)
     return _URL.sub(" ", f"{name or ''} {description or ''}")  # a URL in a description names no vendor
+
+
+def _run_scripts(texts: dict[str, str], skill_file: str, book: CompiledBook) -> frozenset[str]:
+    """Scripts SKILL.md names by path (`python3 scripts/post.py`): the workflow runs them, so what they need the
+    workflow needs. Test fixtures are data, not steps."""
+    md = texts.get(skill_file, "")
+    return frozenset(p for p in texts if p != skill_file and "/" in p and book.code_files.search(p)
+                     and not book.fixture_paths.search(p) and p in md)
+
+
+def _as_workflow(signals: list[Signal], scripts: frozenset[str]) -> list[Signal]:
+    """Evidence in a script SKILL.md runs weighs like SKILL.md's own."""
+    if not scripts:
+        return signals
+    return [replace(s, file_weight=1.0) if s.weight >= 1.0 and s.finding.file in scripts else s for s in signals]
 
 
 # ------------------------------------------------------------------------------------------------ line rules

@@ -138,10 +138,15 @@ def second_opinion(record: SkillRecord, client: JSONCompleter, *, model: str, pr
         return record
     reply = cache.get(record.bundle_digest, prompt_version)
     cached = reply is not None
+    usage = Usage(cache_hits=1)
     if reply is None:
-        reply, _ = client.complete_json(opinion_messages(files), OpinionReply, purpose=f"screen:{record.skill_id}")
+        reply, usage = client.complete_json(opinion_messages(files), OpinionReply,
+                                            purpose=f"screen:{record.skill_id}")
         cache.put(record.bundle_digest, prompt_version, reply)
-    return merge_opinion(record, reply, dict(files), model=model, prompt_version=prompt_version, cached=cached)
+    out = merge_opinion(record, reply, dict(files), model=model, prompt_version=prompt_version, cached=cached)
+    if out.second_opinion is not None:
+        out.second_opinion.usage = usage
+    return out
 
 
 def merge_opinion(record: SkillRecord, reply: OpinionReply, texts: dict[str, str], *, model: str,

@@ -144,6 +144,8 @@ class CodeScoring(_Strict):
                                     "are not code (context.code_files); None: other_files for every file.")
     other_files_cap: float | None = Field(default=None, ge=0, description="Most that evidence found only outside "
                                           "SKILL.md may add to the score (None: no cap).")
+    implies: list[ReasonCode] = Field(default_factory=list, description="Codes that follow from this one: when it "
+                                      "is reached, its evidence is reported for these codes too.")
 
 
 class RequirementRule(_Strict):

@@ -63,4 +63,18 @@ def score(signals: list[Signal], book: CompiledBook) -> list[Finding]:
         extra = other[code] if spec.other_files_cap is None else min(other[code], spec.other_files_cap)
         if main[code] + extra + against[code] + 1e-9 >= spec.threshold:
             reached.add(code)
-    return [s.finding for s in signals if s.weight > 0 and s.finding.code in reached]
+    found = [s.finding for s in signals if s.weight > 0 and s.finding.code in reached]
+    return found + _implied(found, reached, book)
+
+
+def _implied(found: list[Finding], reached: set[ReasonCode], book: CompiledBook) -> list[Finding]:
+    """A finding per code implied by a reached one (rule book `scoring.<code>.implies`), on the first evidence
+    line of the implying code: a credential of a third-party account is only of use against that party's service.
+    """
+    out: list[Finding] = []
+    for code in sorted(reached, key=lambda c: c.value):
+        first = next(f for f in found if f.code == code)
+        for implied in book.book.scoring[code].implies:
+            if implied not in reached and all(f.code != implied for f in out):
+                out.append(first.model_copy(update={"code": implied, "rule": f"{first.rule}@{implied.value}"}))
+    return out
