@@ -109,6 +109,7 @@ class WorkerPool:
         self.procs: dict[int, BaseProcess] = {}
         self.held: dict[int, str] = {}  # pid -> partition it is working on
         self.replacements = workers  # a worker that dies is replaced, up to this many times
+        self.dispatched = False  # any partition handed to the workers
 
     def start(self) -> None:
         """Fork the workers (call once the code location is imported and before any thread is started)."""
@@ -122,6 +123,7 @@ class WorkerPool:
         self.procs[p.pid] = p
 
     def outcomes(self, work: list[Work]) -> Generator[PartitionOutcome, None, None]:
+        self.dispatched = self.dispatched or bool(work)
         for item in work:
             self.tasks.put(item)
         for _ in range(self.n + self.replacements):
@@ -181,7 +183,12 @@ class WorkerPool:
                 p.join(5)
 
     def close(self) -> None:
-        """Let idle workers go (sentinels are harmless extras after a normal end), then reap them."""
+        """Let idle workers go (sentinels are harmless extras after a normal end), then reap them. Workers that
+        were never given a partition hold no run and no container: stopped at once rather than waited for (they
+        may still be loading the definitions, which made a warm run with nothing to do wait seconds for them)."""
+        if not self.dispatched:
+            for p in self.procs.values():
+                p.kill()
         for _ in self.procs:
             self.tasks.put(None)
         for p in self.procs.values():
