@@ -49,11 +49,19 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9_-]{2,}", text.lower()) if w not in _STOP}
 
 
+def _sentence(text: str) -> bool:
+    """A bullet must read as a sentence: not a fragment ('component behavior.'), a label ('Impact: CRITICAL …') or
+    a lead-in that ends in a colon ('Use this skill when you need to:')."""
+    t = " ".join(text.split())
+    return (len(t.split()) >= 4 and bool(re.match(r"[A-Z0-9`\"“(*]", t)) and not t.endswith(":")
+            and not re.match(r"[A-Za-z]+:\s+[A-Z]{3,}\b", t))
+
+
 def relevant_pitfalls(k: SkillKnowledge, preds: list[Predicate], limit: int = MAX_BULLETS) -> list[Pitfall]:
     """The skill's pitfalls and exclusions that share most words with the rules in play (SKILL.md first)."""
     topic = set().union(*(_words(p.statement + " " + p.subject) for p in preds)) if preds else set()
     files = {p.source.file for p in preds}
-    warnings = [x for x in k.pitfalls if x.kind == "pitfall" or modality(x.text)]
+    warnings = [x for x in k.pitfalls if (x.kind == "pitfall" or modality(x.text)) and _sentence(x.text)]
     scored = sorted(warnings, key=lambda x: (-len(_words(x.text) & topic) - (0.5 if x.ref.file in files else 0),
                                              x.kind != "exclusion", x.ref.file, x.ref.line))
     return [x for x in scored if _words(x.text) & topic][:limit]
@@ -68,7 +76,8 @@ def pitfall_bullets(k: SkillKnowledge, preds: list[Predicate], limit: int = 2) -
     """The skill's own warnings: those that bear on the rules in play first, then the ones its main file states."""
     chosen = relevant_pitfalls(k, preds, limit)
     home = preds[0].source.file if preds else ""
-    extra = [x for x in k.pitfalls if x.kind == "pitfall" and x not in chosen and x.ref.file == home]
+    extra = [x for x in k.pitfalls if x.kind == "pitfall" and x not in chosen and x.ref.file == home
+             and _sentence(x.text)]
     return [Bullet(_avoid(x.text), x.ref.label) for x in (chosen + extra)[:limit]]
 
 
@@ -81,7 +90,7 @@ def section_guidance(k: SkillKnowledge, preds: list[Predicate], limit: int = 2) 
     lines = {p.source.file: p.source.line for p in preds}
     topic = set().union(*(_words(p.statement + " " + p.subject) for p in preds))
     taken = {" ".join(p.statement.split()).lower() for p in preds}
-    candidates = [r for r in k.rules if r.text.lower() not in taken and len(r.text.split()) >= 5
+    candidates = [r for r in k.rules if r.text.lower() not in taken and len(r.text.split()) >= 5 and _sentence(r.text)
                   and not re.search(r"\.md\b|\bsee\b|https?://", r.text, re.I)]
 
     def rank(r: Rule) -> tuple[float, str, int]:
