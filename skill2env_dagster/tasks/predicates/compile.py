@@ -194,6 +194,17 @@ _DESCRIPTIVE_COLUMN = re.compile(r"^(?:descriptions?|definitions?|purpose|meanin
                                  r"comments?|summary|info(?:rmation)?)$", re.I)
 
 
+_GLOSS = re.compile(r"^(?:descriptions?|definitions?|purpose|meaning|explanation|notes?|details?|examples?|"
+                    r"comments?|summary)$", re.I)
+
+
+def _named_by_key(keys: list[str], values: list[str]) -> bool:
+    """The answer is spelled out in the key itself for most rows ('kanban.md' → 'Kanban'): nothing to decide."""
+    hits = sum(bool(v.split()) and v.split()[0].lower().strip("`*") in k.lower()
+               for k, v in zip(keys, values, strict=True))
+    return 2 * hits > len(keys)
+
+
 def decision_values(header: str, values: list[str]) -> bool:
     """A column whose cells are short decided values (a level, an owner, a period, a model, a threshold) rather
     than prose glosses, links or file paths. A definition list ('**term**: text') has no header to go by, so its
@@ -215,12 +226,13 @@ def _table_columns(t: LookupTable) -> tuple[int, int] | None:
     fallback = None
     for key in range(len(t.columns)):
         keys = [r[key] for r in t.rows]
-        if len(set(keys)) != n or max(len(x) for x in keys) > 40 or _DESCRIPTIVE_COLUMN.match(t.columns[key].strip()):
-            continue
+        if len(set(keys)) != n or max(len(x) for x in keys) > 40 or _GLOSS.match(t.columns[key].strip()) \
+                or any(re.search(r"://|^\S+/\S+$|\.\w{1,4}$", x.strip("`")) for x in keys):
+            continue  # a gloss or a file name is not a case anyone decides
         for value in range(len(t.columns)):
             vals = [r[value] for r in t.rows]
             if value != key and len(set(vals)) >= 2 and max(len(v) for v in vals) <= 60:
-                if decision_values(t.columns[value], vals):
+                if decision_values(t.columns[value], vals) and not _named_by_key(keys, vals):
                     return key, value
                 fallback = fallback or (key, value)
     return fallback
