@@ -1,8 +1,13 @@
-"""The instruction quotes the skill's own names: stripping markdown must not rewrite them."""
+"""The instruction quotes the skill's own names (stripping markdown must not rewrite them) and never reads as word
+salad: what a rule concerns is a complete noun phrase, a short quoted rule, or left out."""
 
 import pytest
 
-from skill2env_dagster.tasks.compose.context import short
+from skill2env_dagster.models.blueprint import Predicate, PredicateKind
+from skill2env_dagster.models.knowledge import SourceRef
+from skill2env_dagster.tasks.compose.context import method_context, short
+from skill2env_dagster.tasks.compose.grammar import noun_phrase_problem, salad
+from skill2env_dagster.tasks.compose.instruction import problems
 
 
 @pytest.mark.parametrize(("text", "want"), [
@@ -14,12 +19,6 @@ from skill2env_dagster.tasks.compose.context import short
 def test_short_strips_markup_but_keeps_names(text: str, want: str) -> None:
     assert short(text, 5) == want
 
-
-from skill2env_dagster.models.blueprint import Predicate  # noqa: E402 - grouped with the tests that use it
-from skill2env_dagster.models.knowledge import SourceRef  # noqa: E402
-from skill2env_dagster.tasks.compose.context import method_context  # noqa: E402
-from skill2env_dagster.tasks.compose.grammar import noun_phrase_problem, salad  # noqa: E402
-from skill2env_dagster.tasks.compose.instruction import problems  # noqa: E402
 
 # Sentences the old composer produced from extracted fragments (a reviewer's examples and the sample corpus's).
 SALAD = [
@@ -58,8 +57,8 @@ def test_fragments_are_not_noun_phrases(phrase: str, source: str) -> None:
     assert noun_phrase_problem(phrase, source)
 
 
-def _pred(kind: str, subject: str, statement: str, **params: object) -> Predicate:
-    return Predicate(id="R1", kind=kind, subject=subject, statement=statement, params=dict(params),  # type: ignore[arg-type]
+def _pred(kind: PredicateKind, subject: str, statement: str, **params: object) -> Predicate:
+    return Predicate(id="R1", kind=kind, subject=subject, statement=statement, params=dict(params),
                      source=SourceRef(file="SKILL.md", line=1, quote=statement[:40]))
 
 
