@@ -54,14 +54,15 @@ def _sentence(text: str) -> bool:
     a lead-in that ends in a colon ('Use this skill when you need to:')."""
     t = " ".join(text.split())
     return (len(t.split()) >= 4 and bool(re.match(r"[A-Z0-9`\"“(*]", t)) and not t.endswith(":")
-            and not re.match(r"[A-Za-z]+:\s+[A-Z]{3,}\b", t))
+            and not re.match(r"[A-Za-z]+:\s+[A-Z]{3,}\b", t) and not re.match(r"e\.g\.|examples?\b", t, re.I))
 
 
 def relevant_pitfalls(k: SkillKnowledge, preds: list[Predicate], limit: int = MAX_BULLETS) -> list[Pitfall]:
     """The skill's pitfalls and exclusions that share most words with the rules in play (SKILL.md first)."""
     topic = set().union(*(_words(p.statement + " " + p.subject) for p in preds)) if preds else set()
     files = {p.source.file for p in preds}
-    warnings = [x for x in k.pitfalls if (x.kind == "pitfall" or modality(x.text)) and _sentence(x.text)]
+    # An exclusion is a warning only when it forbids ("… to avoid losing rare cells" is advice, not a pitfall).
+    warnings = [x for x in k.pitfalls if (x.kind == "pitfall" or modality(x.text) == "must_not") and _sentence(x.text)]
     scored = sorted(warnings, key=lambda x: (-len(_words(x.text) & topic) - (0.5 if x.ref.file in files else 0),
                                              x.kind != "exclusion", x.ref.file, x.ref.line))
     return [x for x in scored if _words(x.text) & topic][:limit]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skill2env_dagster.knowledge.procedures import starts_with_action
+from skill2env_dagster.knowledge.procedures import performed
 from skill2env_dagster.knowledge.rules import modality
 from skill2env_dagster.knowledge.source import Doc
 from skill2env_dagster.models.blueprint import Predicate, PredicateKind
@@ -167,7 +167,7 @@ def _procedures(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
         labels = [_label(s.text) for s in p.steps]
         if len(set(labels)) != len(labels) or any(len(x) < 3 for x in labels):
             continue
-        if 2 * sum(starts_with_action(s.text) for s in p.steps) < len(p.steps):
+        if not performed(p):
             continue  # numbered topics ('1. Reentrancy 2. Access Control'), not steps anyone performs
         params = {"steps": labels, "optional": [s.optional for s in p.steps],
                   "details": [s.text for s in p.steps], "lines": [s.ref.line for s in p.steps]}
