@@ -42,6 +42,19 @@ def _first_word(text: str) -> str:
     return m.group(1).lower() if m else ""
 
 
+def starts_with_action(text: str) -> bool:
+    """The step names something to do: an imperative verb or its -ing form ('Validate', 'Validating the input')."""
+    w = _first_word(text)
+    return w in VERBS or (w.endswith("ing") and (w[:-3] in VERBS or w[:-3] + "e" in VERBS or w[:-4] in VERBS))
+
+
+def performed(p: Procedure) -> bool:
+    """Steps someone performs, not numbered topics ('1. Reentrancy 2. Access Control', a table of contents): most
+    steps start with an action, or the section calls itself a procedure and at least one step does."""
+    acts = sum(starts_with_action(s.text) for s in p.steps)
+    return 2 * acts >= len(p.steps) or (acts >= 1 and bool(_PROCEDURE_SECTION.search(p.title)))
+
+
 def _looks_imperative(texts: list[str]) -> bool:
     hits = sum(_first_word(t) in VERBS for t in texts)
     return hits >= max(2, (len(texts) + 1) // 2)

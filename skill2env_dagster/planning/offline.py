@@ -9,6 +9,7 @@ them, ranked, and the best eight kept. No randomness, no clock: the same skill a
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
@@ -485,13 +486,18 @@ def _method(c: _Ctx) -> list[Workflow]:
     """Workflows built on the skill's checkable method: one per strong rule, procedure, table or template (two
     per family at most), each with the combinations the task shapes realise from it (rotated per workflow)."""
     out: list[Workflow] = []
+    # A per-skill offset rotates the family order (ties in rank keep it) and each workflow's combinations, so a
+    # corpus planned with one variant per skill spreads over the shapes instead of repeating the first that fits.
+    spread = int(hashlib.sha256(c.skill.bundle_digest.encode()).hexdigest()[:8], 16)
     cands_all = compile_candidates(c.knowledge, c.skill.skill_file, read_docs(c.skill, specs=True))
-    for family, cands in families(cands_all).items():
+    fams = list(families(cands_all).items())
+    fams = fams[spread % len(fams):] + fams[:spread % len(fams)] if fams else fams
+    for family, cands in fams:
         for k, cand in enumerate(cands[:2]):
             combos = _combos(cand)
             if not combos:
                 continue
-            shift = (len(out) + k) % len(combos)
+            shift = (len(out) + k + spread) % len(combos)
             combos = combos[shift:] + combos[:shift]
             p = cand.predicate
             verb, why = FAMILY_TASK[family]

@@ -103,6 +103,8 @@ def _compatible(c: Candidate, chosen: list[Candidate]) -> bool:
     kinds = [x.kind for x in chosen]
     if any(x.predicate.statement == c.predicate.statement and x.kind == c.kind for x in chosen):
         return False
+    if c.kind == "limit" and any(x.kind == "limit" and _bound(x) == _bound(c) for x in chosen):
+        return False  # the same bound restated elsewhere in the skill is one rule, not two
     tokens = {"forbid_token", "replace_token"}
     if c.kind == "require_token":
         return not ({"require_token"} | tokens) & set(kinds)
@@ -110,6 +112,11 @@ def _compatible(c: Candidate, chosen: list[Candidate]) -> bool:
         return "require_token" not in kinds and c.predicate.params.get("token") not in \
             {x.predicate.params.get("token") for x in chosen}
     return True
+
+
+def _bound(c: Candidate) -> tuple[object, ...]:
+    k = c.predicate.params
+    return k.get("unit"), k.get("comparator"), k.get("value")
 
 
 def pick_effects(shape: Shape, sample: AxisSample, level: int, pool: PatternPool,

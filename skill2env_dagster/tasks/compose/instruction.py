@@ -1,6 +1,7 @@
 """instruction.md from typed slots: a natural request of 2–3 short paragraphs, shaped by persona, tone and
-expertise, then checked — sentences well formed, no doubled words, no run of eight words copied from the skill,
-no list lines, and every path it names either ships in the environment or is a declared output."""
+expertise, then checked — sentences well formed, no word salad (compose/grammar.py), no doubled words, no run of
+eight words copied from the skill, no list lines, and every path it names either ships in the environment or is a
+declared output."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
+from skill2env_dagster.tasks.compose.grammar import salad
 
 MAX_WORDS = 280
 COPY_RUN = 8  # this many consecutive words shared with the skill's prose is a paste, not a paraphrase
@@ -93,8 +95,13 @@ def compose(s: Slots, persona: str, tone: str, expertise: str, seed: int) -> str
     return "\n\n".join(paras) + "\n"
 
 
+def copy_words(text: str) -> list[str]:
+    """The words the copy check compares (code spans left out; 'YYYY-MM-DD' is three words)."""
+    return re.findall(r"[a-z0-9']+", re.sub(r"`[^`]*`", " ", text.lower()))
+
+
 def _shingles(text: str, n: int = COPY_RUN) -> set[tuple[str, ...]]:
-    words = re.findall(r"[a-z0-9']+", re.sub(r"`[^`]*`", " ", text.lower()))
+    words = copy_words(text)
     return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
 
 
@@ -116,6 +123,7 @@ def problems(text: str, *, env_paths: Iterable[str], outputs: Iterable[str], ski
                 out.append(f"sentence starts badly: {sentence[:40]!r}")
             if sentence and not re.search(r"[.!?:)`”’]$", sentence):
                 out.append(f"sentence does not end: {sentence[-40:]!r}")
+    out += salad(text)
     copied = _shingles(text) & _shingles(skill_text)
     if copied:
         out.append(f"copies the skill: {' '.join(sorted(copied)[0])!r}")

@@ -49,11 +49,20 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9_-]{2,}", text.lower()) if w not in _STOP}
 
 
+def _sentence(text: str) -> bool:
+    """A bullet must read as a sentence: not a fragment ('component behavior.'), a label ('Impact: CRITICAL …') or
+    a lead-in that ends in a colon ('Use this skill when you need to:')."""
+    t = " ".join(text.split())
+    return (len(t.split()) >= 4 and bool(re.match(r"[A-Z0-9`\"“(*]", t)) and not t.endswith(":")
+            and not re.match(r"[A-Za-z]+:\s+[A-Z]{3,}\b", t) and not re.match(r"e\.g\.|examples?\b", t, re.I))
+
+
 def relevant_pitfalls(k: SkillKnowledge, preds: list[Predicate], limit: int = MAX_BULLETS) -> list[Pitfall]:
     """The skill's pitfalls and exclusions that share most words with the rules in play (SKILL.md first)."""
     topic = set().union(*(_words(p.statement + " " + p.subject) for p in preds)) if preds else set()
     files = {p.source.file for p in preds}
-    warnings = [x for x in k.pitfalls if x.kind == "pitfall" or modality(x.text)]
+    # An exclusion is a warning only when it forbids ("… to avoid losing rare cells" is advice, not a pitfall).
+    warnings = [x for x in k.pitfalls if (x.kind == "pitfall" or modality(x.text) == "must_not") and _sentence(x.text)]
     scored = sorted(warnings, key=lambda x: (-len(_words(x.text) & topic) - (0.5 if x.ref.file in files else 0),
                                              x.kind != "exclusion", x.ref.file, x.ref.line))
     return [x for x in scored if _words(x.text) & topic][:limit]
@@ -65,32 +74,50 @@ def _avoid(text: str) -> str:
 
 
 def pitfall_bullets(k: SkillKnowledge, preds: list[Predicate], limit: int = 2) -> list[Bullet]:
-    """The skill's own warnings: those that bear on the rules in play first, then the ones its main file states."""
+    """The skill's own warnings: those that bear on the rules in play first, then the ones its main file states,
+    then its own prohibitions ('never …', 'do not …') nearest the rules in play."""
     chosen = relevant_pitfalls(k, preds, limit)
     home = preds[0].source.file if preds else ""
-    extra = [x for x in k.pitfalls if x.kind == "pitfall" and x not in chosen and x.ref.file == home]
-    return [Bullet(_avoid(x.text), x.ref.label) for x in (chosen + extra)[:limit]]
+    extra = [x for x in k.pitfalls if x.kind == "pitfall" and x not in chosen and x.ref.file == home
+             and _sentence(x.text)]
+    out = [Bullet(_avoid(x.text), x.ref.label) for x in (chosen + extra)[:limit]]
+    return out + prohibitions(k, preds, limit - len(out), {b.text for b in out})
+
+
+def nearest_rules(rules: list[Rule], preds: list[Predicate], limit: int) -> list[Rule]:
+    """The rules written next to the ones in play (same file within 40 lines first), then by shared words."""
+    if limit <= 0 or not preds:
+        return []
+    lines = {p.source.file: p.source.line for p in preds}
+    topic = set().union(*(_words(p.statement + " " + p.subject) for p in preds))
+
+    def rank(r: Rule) -> tuple[float, str, int]:
+        near = r.ref.file in lines and abs(r.ref.line - lines[r.ref.file]) <= 40
+        return (-(3.0 * near + len(_words(r.text) & topic) + (r.ref.file in lines)), r.ref.file, r.ref.line)
+
+    return sorted(rules, key=rank)[:limit]
+
+
+def _unsaid(k: SkillKnowledge, preds: list[Predicate]) -> list[Rule]:
+    """The skill's sentence-like rules other than those in play."""
+    said = {" ".join(p.statement.split()).lower() for p in preds}
+    return [r for r in k.rules if r.text.lower() not in said and _sentence(r.text)]
+
+
+def prohibitions(k: SkillKnowledge, preds: list[Predicate], limit: int, taken: set[str]) -> list[Bullet]:
+    """The skill's must-not / should-not rules nearest the rules in play, as Must-avoid bullets."""
+    rules = [r for r in _unsaid(k, preds) if r.modality in ("must_not", "should_not") and _avoid(r.text) not in taken]
+    return [Bullet(_avoid(r.text), r.ref.label) for r in nearest_rules(rules, preds, limit)]
 
 
 def section_guidance(k: SkillKnowledge, preds: list[Predicate], limit: int = 2) -> list[Bullet]:
     """Best practice in the skill's own words: the rules written next to the ones in play (same file and section
-    first, then by shared words), restated as the method to follow here."""
-    if not preds or limit <= 0:
-        return []
-    files = {p.source.file for p in preds}
-    lines = {p.source.file: p.source.line for p in preds}
-    topic = set().union(*(_words(p.statement + " " + p.subject) for p in preds))
-    taken = {" ".join(p.statement.split()).lower() for p in preds}
-    candidates = [r for r in k.rules if r.text.lower() not in taken and len(r.text.split()) >= 5
+    first, then by shared words), restated as the method to follow here. Prohibitions are Must-avoid bullets."""
+    candidates = [r for r in _unsaid(k, preds) if len(r.text.split()) >= 5
+                  and r.modality not in ("must_not", "should_not")
                   and not re.search(r"\.md\b|\bsee\b|https?://", r.text, re.I)]
-
-    def rank(r: Rule) -> tuple[float, str, int]:
-        near = r.ref.file in files and abs(r.ref.line - lines.get(r.ref.file, 0)) <= 40
-        return (-(3.0 * near + len(_words(r.text) & topic) + (r.ref.file in files)), r.ref.file, r.ref.line)
-
-    chosen = sorted(candidates, key=rank)[:limit]
     return [Bullet(f"As the {r.section or 'general'} guidance says: {r.text}", r.ref.label)
-            for r in chosen]
+            for r in nearest_rules(candidates, preds, limit)]
 
 
 def rule_bullet(p: Predicate, how: str) -> Bullet:

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skill2env_dagster.knowledge.procedures import performed
 from skill2env_dagster.knowledge.rules import modality
 from skill2env_dagster.knowledge.source import Doc
 from skill2env_dagster.models.blueprint import Predicate, PredicateKind
 from skill2env_dagster.models.knowledge import LookupTable, Procedure, SkillKnowledge, SourceRef, Threshold
 from skill2env_dagster.tasks.predicates.service import service_predicate
+from skill2env_dagster.tasks.worlds.cases import classify_column
 
 Family = str  # entries | procedure | checklist | table | template | defaults | service
 TEXT_UNITS = {"characters", "words", "sentences", "items"}
@@ -37,6 +39,9 @@ _GENERIC_SUBJECT = {"it", "this", "that", "there", "they", "you", "we", "now", "
                     "in", "on", "with", "and", "or", "is", "are", "be", "should", "must"}
 _PRESCRIPTIVE = re.compile(r"\b(keep|limit|max(?:imum)?|min(?:imum)?|at most|at least|no more than|no longer than|"
                            r"must|should|never|always|within|cap|require[sd]?|target|aim for|ensure|only)\b", re.I)
+
+_NARRATIVE = re.compile(r"\b(saw|were|was|had|did|detected|achieved|reported|grew|increased|decreased|dropped)\b",
+                        re.I)
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ def _limits(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
         subject = _subject(t.subject)
         if len(subject) < 3 or not (modality(t.text) or _PRESCRIPTIVE.search(t.text)):
             continue
+        if not modality(t.text) and _NARRATIVE.search(t.text):
+            continue  # a reported outcome ('saw a 40% increase within 90 days'), not a limit anyone must keep
         if t.unit == "percent" and t.value > 100:
             continue
         out.append(Candidate("entries", _pred(
@@ -160,6 +167,8 @@ def _procedures(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
         labels = [_label(s.text) for s in p.steps]
         if len(set(labels)) != len(labels) or any(len(x) < 3 for x in labels):
             continue
+        if not performed(p):
+            continue  # numbered topics ('1. Reentrancy 2. Access Control'), not steps anyone performs
         params = {"steps": labels, "optional": [s.optional for s in p.steps],
                   "details": [s.text for s in p.steps], "lines": [s.ref.line for s in p.steps]}
         statement = f"{p.title}: " + "; ".join(f"{i + 1}. {x}" for i, x in enumerate(labels))
@@ -177,18 +186,56 @@ def _procedures(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
     return out
 
 
+# A value column that describes its key rather than deciding something about it: looking a key up in it is a
+# trivial lookup (the answer is the noun's gloss), not the skill's method.
+_DESCRIPTIVE_COLUMN = re.compile(r"^(?:descriptions?|definitions?|purpose|meaning|explanation|notes?|details?|"
+                                 r"examples?|use ?cases?|use for|best for|when to use|what it does|what it tells.*|"
+                                 r"resources?|reference( file)?|links?|urls?|sources?|how|reality|hypothesis|"
+                                 r"comments?|summary|info(?:rmation)?)$", re.I)
+
+
+_GLOSS = re.compile(r"^(?:descriptions?|definitions?|purpose|meaning|explanation|notes?|details?|examples?|"
+                    r"comments?|summary)$", re.I)
+
+
+def _named_by_key(keys: list[str], values: list[str]) -> bool:
+    """The answer is spelled out in the key itself for most rows ('kanban.md' → 'Kanban'): nothing to decide."""
+    hits = sum(bool(v.split()) and v.split()[0].lower().strip("`*") in k.lower()
+               for k, v in zip(keys, values, strict=True))
+    return 2 * hits > len(keys)
+
+
+def decision_values(header: str, values: list[str]) -> bool:
+    """A column whose cells are short decided values (a level, an owner, a period, a model, a threshold) rather
+    than prose glosses, links or file paths. A definition list ('**term**: text') has no header to go by, so its
+    values must also repeat or carry numbers."""
+    if _DESCRIPTIVE_COLUMN.match(header.strip()) and header.strip().lower() != "definition":
+        return False
+    sizes = sorted(len(v.split()) for v in values)
+    if sizes[-1] > 6 or sizes[len(sizes) // 2] > 4 or any(re.search(r"://|\.md\b|^\S+/\S+$", v) for v in values):
+        return False
+    if header.strip().lower() == "definition":
+        return len(set(values)) < len(values) or 2 * sum(bool(re.search(r"\d", v)) for v in values) >= len(values)
+    return True
+
+
 def _table_columns(t: LookupTable) -> tuple[int, int] | None:
-    """(key column, value column): a key column with unique short values and a value column that is not."""
+    """(key column, value column): a key column with unique short values and a value column that is not, holding
+    decided values (`decision_values`), else the first such pair a signal-word reading can use."""
     n = len(t.rows)
+    fallback = None
     for key in range(len(t.columns)):
         keys = [r[key] for r in t.rows]
-        if len(set(keys)) != n or max(len(x) for x in keys) > 40:
-            continue
+        if len(set(keys)) != n or max(len(x) for x in keys) > 40 or _GLOSS.match(t.columns[key].strip()) \
+                or any(re.search(r"://|^\S+/\S+$|\.\w{1,4}$", x.strip("`")) for x in keys):
+            continue  # a gloss or a file name is not a case anyone decides
         for value in range(len(t.columns)):
             vals = [r[value] for r in t.rows]
             if value != key and len(set(vals)) >= 2 and max(len(v) for v in vals) <= 60:
-                return key, value
-    return None
+                if decision_values(t.columns[value], vals) and not _named_by_key(keys, vals):
+                    return key, value
+                fallback = fallback or (key, value)
+    return fallback
 
 
 def _tables(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
@@ -199,6 +246,9 @@ def _tables(k: SkillKnowledge, skill_file: str) -> list[Candidate]:
             continue
         key, value = cols
         params = {"columns": t.columns, "key": key, "value": value, "rows": t.rows, "lines": t.row_lines}
+        if not decision_values(t.columns[value], [r[value] for r in t.rows]) and classify_column(
+                _pred("lookup", t.title, "", t.ref, params)) is None:
+            continue  # a glossary: looking a term up is not the skill's method (no signal words to classify by)
         statement = f"{t.title}: {t.columns[key]} → {t.columns[value]}"
         out.append(Candidate("table", _pred("lookup", t.title, statement, t.ref, params),
                              1.6 * _home(t.ref, skill_file) + 0.05 * min(len(t.rows), 10)))

@@ -298,8 +298,9 @@ class RunAudit:
             practice.append(Bullet(f"Read the wording for {', '.join(optional)[:120]}: it is optional, "
                                    "so its absence is fine", p.source.label))
         details = p.params.get("details") or []
-        if details:
-            practice.append(Bullet(f"Match entries by the descriptions, e.g. \"{details[0][:150]}\"",
+        if details:  # the step the playbook explains most, beyond its short name
+            i = max(range(len(details)), key=lambda j: len(details[j]) - len(world.labels[j]))
+            practice.append(Bullet(f"Read part {i + 1} as the playbook explains it: \"{details[i][:170]}\"",
                                    p.source.label))
         return RubricSpec(must, avoid, practice)
 
