@@ -12,7 +12,7 @@ takes them from the sample); a pattern that is not instantiated is recorded with
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, Field, StringConstraints, create_model
@@ -132,7 +132,8 @@ class BlueprintInputs:
     """What one task's blueprint prompt offers: the skill lines by label, the patterns, the skill's other files."""
 
     lines: dict[str, tuple[str, SourceRef]]  # label -> ("kind: text", ref)
-    patterns: list[DifficultyPattern]
+    patterns: list[DifficultyPattern]  # the sampled one first, then the required ones, then the rest
+    required: list[str] = field(default_factory=list)  # added by hardening rounds: each must be instantiated
 
     def schema(self) -> type[BlueprintReply]:
         return blueprint_reply(list(self.lines), [p.id for p in self.patterns])
@@ -169,8 +170,11 @@ def blueprint_inputs(ctx: CreationContext, knowledge: SkillKnowledge) -> Bluepri
                           "blueprint could cite")
     pool = load_patterns()
     sampled = pool.by_id(ctx.sample.difficulty_pattern)
-    same = [p for p in pool.by_dimension(ctx.sample.capability_dimension) if p is not sampled]
-    return BlueprintInputs(lines, ([sampled] if sampled else []) + sorted(same, key=lambda p: p.id))
+    # A hardening round's additions (any dimension) are kept in play with every earlier round's: required.
+    required = [p for pid in ctx.sample.added_patterns if (p := pool.by_id(pid)) is not None and p is not sampled]
+    same = [p for p in pool.by_dimension(ctx.sample.capability_dimension) if p is not sampled and p not in required]
+    return BlueprintInputs(lines, ([sampled] if sampled else []) + required + sorted(same, key=lambda p: p.id),
+                           [p.id for p in required])
 
 
 def skill_files(skill: SkillRecord, knowledge: SkillKnowledge) -> str:
@@ -214,6 +218,10 @@ def to_blueprint(reply: BlueprintReply, ctx: CreationContext, inputs: BlueprintI
     realised = s.difficulty_pattern in {c.pattern for c in challenges}
     pattern_reason = "" if realised else (reply.pattern_fallback_reason.strip() or
                                           f"the model did not instantiate {s.difficulty_pattern} and gave no reason")
+    dropped = [p for p in inputs.required if p not in {c.pattern for c in challenges}]
+    if dropped:  # recorded; the hardening round's replay check then decides whether the rebuild is harder
+        pattern_reason = "; ".join(filter(None, [pattern_reason, "required by hardening but not instantiated: "
+                                                 + ", ".join(dropped)]))
     return TaskBlueprint(
         task_name=ctx.task_name, skill_id=ctx.skill.skill_id, workflow=ctx.workflow.name, objective=reply.objective,
         shape=SHAPE, archetype=s.archetype, primary_verifier_pattern=s.primary_verifier_pattern,

@@ -130,7 +130,7 @@ class LLMGenerator:
         if ctx.task_name not in self._blueprints:
             inputs = blueprint_inputs(ctx, self._skill(ctx)[0])
             reply = self._call(ctx, "blueprint", inputs.schema(), lines=inputs.listing(), patterns=inputs.patterns,
-                               max_rules=6)
+                               required=inputs.required, max_rules=6)
             self._blueprints[ctx.task_name] = to_blueprint(reply, ctx, inputs)
         return self._blueprints[ctx.task_name]
 

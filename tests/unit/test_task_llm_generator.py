@@ -352,3 +352,21 @@ def test_the_skill_files_quoted_are_bounded(tmp_path):
     assert "--- data/rows.csv (data) (first 3000 of 8004 characters)" in text
     assert text.count("\n--- data/f") < 45 and "more files, not shown" in text
     assert "You must sum rows" not in text  # SKILL.md is quoted on its own (bounded by BODY_LIMIT)
+
+
+def test_a_hardening_round_requires_its_added_patterns_in_the_blueprint(skill_plans, tmp_path):
+    """Model-written tasks take part in hardening: the patterns earlier rounds added are required in the blueprint
+    prompt (offered in the reply's enum), and a blueprint that leaves one out says so in its axes."""
+    from skill2env_dagster.planning.catalogue import load_patterns
+
+    skill, plans, axes = skill_plans
+    sample = axes.samples[0]
+    added = next(p.id for p in load_patterns().patterns if p.dimension != sample.capability_dimension)
+    hardened = axes.model_copy(update={"samples": [sample.model_copy(update={"added_patterns": [added]})]})
+    b, bodies = _create(skill, plans, hardened, tmp_path, StepResponder())
+    prompt = "\n".join(m["content"] for m in bodies[0]["messages"])
+    assert "This is a hardening round" in prompt and added in prompt
+    assert b.blueprint is not None and f"required by hardening but not instantiated: {added}" in \
+        b.blueprint.axes.pattern_fallback_reason
+    b2, bodies2 = _create(skill, plans, axes, tmp_path / "plain", StepResponder())
+    assert "This is a hardening round" not in "\n".join(m["content"] for m in bodies2[0]["messages"])
