@@ -1,18 +1,21 @@
 """Issue 11's corpus figures from a finished `skill2env run` folder: the whole hub through every gate stage.
 
-Usage: .venv/bin/python benchmarks/run_figures.py DIR      (DIR = the run's --out folder)
+Usage: .venv/bin/python benchmarks/run_figures.py DIR [--read 10]     (DIR = the run's --out folder)
 
 Reads only what the run wrote: the crawl's eligible skills (artifacts/skillhub_snapshot), the retained tasks
 (DIR/tasks, each task.toml's [metadata]), the rejected candidates with their reasons (artifacts/task_bundles) and
 the retrieval probe (artifacts/retrieval_probe). Prints coverage (eligible skills with >= 1 retained task, and the
 reasons of every other skill), the realised archetype/verifier combinations, the share of the most common
-normalised verifier skeleton (benchmarks/bench_generation.py's definition) and the probe's masked rows.
+normalised verifier skeleton (benchmarks/bench_generation.py's definition) and the probe's masked rows; with
+--read N, N retained tasks picked at random (seed 11) with their skill, blueprint summary and what makes them hard.
 Figures only; nothing is asserted.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import random
 import sys
 import tomllib
 from collections import Counter
@@ -45,8 +48,21 @@ def _rejections(artifacts: Path) -> dict[str, Counter[str]]:
     return out
 
 
+def describe(name: str, m: dict) -> str:
+    rules = "; ".join(m.get("blueprint_rules", []))[:300]
+    return (f"- {name}\n  skill {m['source_skill']} · {m.get('blueprint_shape')} ({m['archetype']}/"
+            f"{m['primary_verifier_pattern']}) · {m['complexity']} · {m.get('blueprint_files_to_read')} files to read, "
+            f"{m.get('blueprint_dependent_steps')} dependent steps\n  objective: {m.get('blueprint_objective')}\n"
+            f"  rules: {rules}\n  patterns: {', '.join(m.get('blueprint_patterns', []))} "
+            f"(effects: {', '.join(m.get('blueprint_effects', []))})")
+
+
 def main() -> None:
-    run = Path(sys.argv[1])
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--read", type=int, default=0, help="also show N random retained tasks")
+    args = ap.parse_args()
+    run = args.run
     artifacts = run / "artifacts"
     metas = {t.name: tomllib.loads((t / "task.toml").read_text())["metadata"] for t in (run / "tasks").iterdir()
              if (t / "task.toml").is_file()}
@@ -73,6 +89,10 @@ def main() -> None:
     print(f"retrieval probe: {probe['n_tasks']} tasks vs {probe['n_skills']} skills, chance {probe['chance']:.4f}")
     for mode, m in probe["modes"].items():
         print(f"  {mode:28s} top1 {m['top1']:.3f}  top10 {m['top10']:.3f}")
+    if args.read:
+        print(f"\n{args.read} tasks to read:")
+        for name in random.Random(11).sample(sorted(metas), min(args.read, len(metas))):
+            print(describe(name, metas[name]))
 
 
 if __name__ == "__main__":
