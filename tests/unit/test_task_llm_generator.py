@@ -368,5 +368,5 @@ def test_a_hardening_round_requires_its_added_patterns_in_the_blueprint(skill_pl
     assert "This is a hardening round" in prompt and added in prompt
     assert b.blueprint is not None and f"required by hardening but not instantiated: {added}" in \
         b.blueprint.axes.pattern_fallback_reason
-    b2, bodies2 = _create(skill, plans, axes, tmp_path / "plain", StepResponder())
+    _, bodies2 = _create(skill, plans, axes, tmp_path / "plain", StepResponder())
     assert "This is a hardening round" not in "\n".join(m["content"] for m in bodies2[0]["messages"])
