@@ -355,7 +355,9 @@ def _interleaved(args: argparse.Namespace, work: Path, ref: str) -> list[Mode]:
     """Cold runs in the order today, w1, w2, ..., w2, w1, today (each in a fresh folder), so that a load that
     drifts during the benchmark (other people's jobs on a shared machine) weighs on every mode alike; reports
     the mean of each pair."""
-    order: list[int | None] = [None, *args.workers, *reversed(args.workers), None]
+    order: list[int | None] = [*args.workers, *reversed(args.workers)]
+    if not args.no_baseline:
+        order = [None, *order, None]
     runs: dict[int | None, list[Mode]] = {}
     for i, w in enumerate(order):
         if w is None:
