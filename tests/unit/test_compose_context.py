@@ -76,3 +76,10 @@ def test_method_context_keeps_noun_phrases_quotes_short_rules_and_drops_the_rest
                     "and the `lower()` call.")
     assert salad(text) == []
     assert method_context([preds[2]]) == ""
+
+
+def test_the_article_follows_the_column_name():
+    from skill2env_dagster.tasks.compose.grammar import with_article
+
+    assert [with_article(w) for w in ("analyte", "key", "item", "unit", "Owner")] == [
+        "an analyte", "a key", "an item", "a unit", "an Owner"]

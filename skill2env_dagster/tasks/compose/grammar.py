@@ -38,6 +38,12 @@ _EXT_STUB = re.compile(r"(?<![.\w`/])(?:md|ya?ml|toml|py)(?![\w`])")
 _DANGLING_HYPHEN = re.compile(r"(?<=\w)-(?=[\s,;.]|$)")
 
 
+def with_article(noun: str) -> str:
+    """`a`/`an` by the noun's first letter ("an analyte", "a key"): column names from skills are any words, and a
+    fixed "a {noun}" wrote "a analyte". By letter, not sound: "u" is left out because unit, user and URL take "a"."""
+    return ("an " if noun[:1].lower() in "aeio" else "a ") + noun
+
+
 def noun_phrase_problem(phrase: str, source: str = "") -> str:
     """Why `phrase` is not a complete noun phrase ('' when it is). With `source`, the phrase must also occur in it
     contiguously (case-insensitive), so words stitched from across a sentence are caught."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary
 from skill2env_dagster.tasks.compose.docs import notes_doc
+from skill2env_dagster.tasks.compose.grammar import with_article
 from skill2env_dagster.tasks.compose.instruction import Slots
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, pitfall_bullets
 from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
@@ -257,8 +258,8 @@ class TableCases:
             how = (f"Each line is a short note; give it the {world.key_col} whose {world.input_col} it contains as "
                    "a whole word (letter case does not matter), or `unknown` when it contains none.")
         else:
-            how = (f"Each line names a {world.key_col}; give its {world.answer_col}, matching exactly but ignoring "
-                   "letter case and surrounding spaces, or `unknown` when it is not listed.")
+            how = (f"Each line names {with_article(world.key_col)}; give its {world.answer_col}, matching exactly "
+                   "but ignoring letter case and surrounding spaces, or `unknown` when it is not listed.")
         head = f"case<TAB>{answer_col}" + ("<TAB>line" if self.evidence else "")
         sem = [how, f"Write a tab-separated file with the header `{head}`, one line per entry, in any order"
                + (f"; line is the line number (from 1) in {DOC} of the row that decides, empty for unknown."
