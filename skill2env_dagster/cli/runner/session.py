@@ -358,10 +358,11 @@ def analytics_stale(defs: Any, instance: Any, job: Any) -> bool:
 
 
 def _code_version_of(record: Any) -> str | None:
-    from dagster._core.definitions.data_version import CODE_VERSION_TAG
+    """The code version a materialization was made with, read as the freshness scan reads it."""
+    from dagster._core.definitions.data_version import extract_data_provenance_from_entry
 
-    materialization = record.asset_materialization
-    return None if materialization is None else materialization.tags.get(CODE_VERSION_TAG)
+    provenance = extract_data_provenance_from_entry(record.event_log_entry)
+    return None if provenance is None else provenance.code_version
 
 
 def probe_summary(store: ArtifactStore) -> dict[str, object]:
