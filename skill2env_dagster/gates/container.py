@@ -39,18 +39,25 @@ MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed any
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
 
-# Kill every process except PID 1 (init), the keeper and this shell. SIGSTOP to all first (kill(-1) is atomic
-# with respect to fork, so nothing can fork or respawn while we enumerate), then SIGKILL each, then resume the
-# keeper. This ends setsid'd daemons, double forks and fork bombs alike: they all live in the container's PID
-# namespace. Only shell builtins are used, so the reaper needs no fork and works with a full process table.
+# Kill every process except PID 1 (init), the keeper and this shell, in rounds: SIGSTOP to all (kill -1), then
+# SIGKILL each one by pid, until a round finds nothing left to kill. One round is not enough: a process caught in
+# fork() by the SIGSTOP gives birth to a running child, which forks on. Zombies count as left, so the rounds also
+# wait until init has collected the dead, which hold their pids until then (whatever runs next, the verifier,
+# could not fork under the pids limit). This ends setsid'd daemons, double forks and fork bombs alike: they all
+# live in the container's PID namespace. Only shell builtins are used (no `set --` either: callers' "$@" must
+# survive), so the reaper needs no fork and works with a full process table. $left is 0 when all are gone.
 REAP = """keep=" 1 $KEEPER $$ "
-kill -s STOP -1 2>/dev/null
-for round in 1 2 3; do
+round=0
+left=1
+while [ $left -gt 0 ] && [ $round -lt 400 ]; do
+  kill -s STOP -1 2>/dev/null
+  left=0
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
     case "$keep" in *" $p "*) continue;; esac
-    kill -s KILL "$p" 2>/dev/null
+    kill -s KILL "$p" 2>/dev/null && left=$((left+1))
   done
+  round=$((round+1))
 done
 kill -s CONT "$KEEPER" 2>/dev/null
 """
@@ -342,4 +349,4 @@ class Trial:
 
     def reap(self, timeout: float = 15.0) -> ExecResult:
         """Kill every process but init and the keeper (see REAP)."""
-        return self.sh(REAP + "echo reaped", timeout)
+        return self.sh(REAP + '[ "$left" = 0 ] && echo reaped', timeout)
