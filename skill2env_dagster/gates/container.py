@@ -349,4 +349,4 @@ class Trial:
 
     def reap(self, timeout: float = 15.0) -> ExecResult:
         """Kill every process but init and the keeper (see REAP)."""
-        return self.sh(REAP + '[ "$left" = 0 ] && echo reaped', timeout)
+        return self.sh(REAP + '[ "${left:-0}" = 0 ] && echo reaped', timeout)

@@ -40,8 +40,23 @@ CONTROL = "control"
 MAX_TOTAL_BYTES = 64 << 20  # outputs held in memory (and staged) for one task at most
 _MARK = b"\n@@S2E "
 
-# Runs each id given as an argument; prints "\n@@S2E <id> <reward file name|-> <bytes>\n<bytes>" per run. Each
-# verifier run is bounded by `timeout` when the image has it (else only the exec's watchdog bounds the batch).
+# Runs /tests/test.sh as the verifier (output capped into its log, bounded by $TO when set) and prints
+# "\n@@S2E <id> <reward file name|-> <bytes>\n<bytes>" for run $id. The verifier's environment is the exec's, plus
+# "$S/verifier_env.sh" when the stage has one (a batch whose runs also need another environment).
+VERIFY_FRAME = (
+    f'  L={CONTAINER_VERIFIER_LOGS}/test-stdout.txt; mkdir -p {CONTAINER_VERIFIER_LOGS}; mkfifo "$L.fifo"\n'
+    '  head -c "$CAP" < "$L.fifo" > "$L" 2>/dev/null &\n'
+    '  (cd "$WD" 2>/dev/null; [ -f "$S/verifier_env.sh" ] && . "$S/verifier_env.sh"; exec $TO /tests/test.sh)'
+    ' > "$L.fifo" 2>&1 < /dev/null\n'
+    '  f=-; for c in ' + f'{CONTAINER_VERIFIER_LOGS}/reward.json {CONTAINER_VERIFIER_LOGS}/reward.txt' + '; do\n'
+    '    [ -f "$c" ] && { f=$c; break; }; done\n'
+    f'  if [ "$f" = - ]; then printf "\\n@@S2E %s - 0\\n" "$id"; else\n'
+    f'    n=$(head -c {MAX_READ} "$f" | wc -c); printf "\\n@@S2E %s %s %s\\n" "$id" "${{f##*/}}" "$n"\n'
+    f'    head -c {MAX_READ} "$f"; fi\n'
+)
+
+# Runs each mutant id given as an argument. Each verifier run is bounded by `timeout` when the image has it (else
+# only the exec's watchdog bounds the batch).
 _BATCH = (
     'S=' + STAGE + '\nTO=; command -v timeout >/dev/null 2>&1 && TO="timeout -s KILL $LIMIT"\n'
     'for id in "$@"; do\n'
@@ -49,14 +64,7 @@ _BATCH = (
     '  . "$S/clear.sh"\n'  # one rm: every output root, /tests, /tmp's content, /logs/verifier
     '  cp -a "$S/orig/." "$S/$id/." "$S/tests" / 2>/dev/null\n'  # the Oracle's outputs, the mutant's, the tests
     '  [ -f "$S/$id.del.sh" ] && . "$S/$id.del.sh"\n'
-    f'  L={CONTAINER_VERIFIER_LOGS}/test-stdout.txt; mkdir -p {CONTAINER_VERIFIER_LOGS}; mkfifo "$L.fifo"\n'
-    '  head -c "$CAP" < "$L.fifo" > "$L" 2>/dev/null &\n'
-    '  (cd "$WD" 2>/dev/null; exec $TO /tests/test.sh) > "$L.fifo" 2>&1 < /dev/null\n'
-    '  f=-; for c in ' + f'{CONTAINER_VERIFIER_LOGS}/reward.json {CONTAINER_VERIFIER_LOGS}/reward.txt' + '; do\n'
-    '    [ -f "$c" ] && { f=$c; break; }; done\n'
-    f'  if [ "$f" = - ]; then printf "\\n@@S2E %s - 0\\n" "$id"; else\n'
-    f'    n=$(head -c {MAX_READ} "$f" | wc -c); printf "\\n@@S2E %s %s %s\\n" "$id" "${{f##*/}}" "$n"\n'
-    f'    head -c {MAX_READ} "$f"; fi\n'
+    + VERIFY_FRAME +
     'done\n'
 )
 
@@ -182,10 +190,12 @@ def _batch_env(sb: Sandbox, timeout: float) -> dict[str, str]:
             "CAP": str(sb.settings.output_cap_bytes), "LIMIT": str(int(timeout) + 1)}
 
 
-def run_batch(sb: Sandbox, ids: list[str], per_run: float) -> dict[str, Run]:
-    """Run staged ids in one exec; a run that did not finish (the watchdog) reads as a verifier timeout."""
+def run_batch(sb: Sandbox, ids: list[str], per_run: float, script: str = _BATCH,
+              env: dict[str, str] | None = None) -> dict[str, Run]:
+    """Run staged ids in one exec (`script`, the mutants' by default, with `env`, the verifier's by default); a
+    run that did not finish (the watchdog) reads as a verifier timeout."""
     start = time.perf_counter()
-    res = sb.trial.sh(_BATCH, per_run * len(ids) + 30, _batch_env(sb, per_run), tuple(ids))
+    res = sb.trial.sh(script, per_run * len(ids) + 30, _batch_env(sb, per_run) if env is None else env, tuple(ids))
     rewards = parse_batch(res.output)
     seconds = (time.perf_counter() - start) / max(1, len(ids))
     out = {}
@@ -215,7 +225,7 @@ class MutationInputs:
 OpenSandbox = Callable[[str], Sandbox]
 
 
-def _reproduces(run: Run | None, oracle: dict[str, float]) -> bool:
+def reproduces(run: Run | None, oracle: dict[str, float]) -> bool:
     return run is not None and as_good_as(run.metrics, oracle) and as_good_as(oracle, run.metrics)
 
 
@@ -226,7 +236,7 @@ def _runs(sb: Sandbox, open_box: OpenSandbox, inputs: MutationInputs, mutants: l
     stage = stage_tar(inputs.units, mutants, sb.tests_dir)
     sb.trial.put_tar(stage)
     runs = run_batch(sb, ids, per_run)
-    if _reproduces(runs.get(CONTROL), inputs.oracle):
+    if reproduces(runs.get(CONTROL), inputs.oracle):
         return runs, "batched in the Oracle's container"
     log.info("mutation control deviates (%s); fresh containers from the committed state", runs.get(CONTROL))
     if inputs.snapshot is None:
@@ -236,7 +246,7 @@ def _runs(sb: Sandbox, open_box: OpenSandbox, inputs: MutationInputs, mutants: l
         with open_box(inputs.snapshot) as box:
             box.trial.put_tar(stage)
             fresh.update(run_batch(box, [i], per_run))
-        if i == CONTROL and not _reproduces(fresh[CONTROL], inputs.oracle):
+        if i == CONTROL and not reproduces(fresh[CONTROL], inputs.oracle):
             return None, ("the Oracle's reward does not reproduce from its committed filesystem (outputs on tmpfs "
                           "such as /tmp, or a nondeterministic verifier)")
     return fresh, "one fresh container per mutant (the batch control deviated)"

@@ -39,6 +39,7 @@ from skill2env_dagster.gates.sandbox import (
     image_policy,
     remove_image,
 )
+from skill2env_dagster.gates.script_batch import run_scripts
 from skill2env_dagster.gates.services import ServiceSpec, load_services
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.gates.static_checks import run_static_checks
@@ -128,6 +129,9 @@ class _Gate:
     reuse: bool = True  # runs from the image share the no-op's container while its resets verify
     cheats_check: CheckResult = field(default_factory=lambda: _skipped("cheats", "not reached"))
     kit_check: CheckResult = field(default_factory=lambda: _skipped("tamper_kit", "not reached"))
+    oracle: VerifyOutcome | None = None  # the Oracle's trial (its changes tell a script batch what to reset)
+    batched: dict[str, VerifyOutcome] = field(default_factory=dict)  # wrong.sh and cheats run in one exec
+    batch_note: str = ""
 
     def open_box(self, image: str) -> Sandbox:
         _raise_if_cancelled()
@@ -186,7 +190,7 @@ class _Gate:
                 _raise_if_cancelled()
                 inputs = self._capture(sb) if self.settings.mutation_testing else None
                 oracle = sb.verify()
-            self.report.oracle = oracle.metrics
+            self.oracle, self.report.oracle = oracle, oracle.metrics
             check = _judge("oracle", oracle, all_full, ReasonCode.ORACLE_FAILED, ReasonCode.ORACLE_TIMEOUT,
                            self.timeouts)
             self.checks.append(check)
@@ -226,6 +230,7 @@ class _Gate:
             nop_check = _judge("nop", nop, all_zero, ReasonCode.NOP_FAILED, ReasonCode.NOP_FAILED, self.timeouts)
             self.checks.append(nop_check)
             baseline_ok = oracle_ok and nop_check.ok
+            self._batch(sb, image, baseline_ok)
             if self.settings.run_wrong and self.task.wrong_script.is_file():
                 wrong = self._from_image(sb, image, "wrong.sh", lambda o: o.status is TrialStatus.OK
                                          and all_full(o.metrics))
@@ -236,10 +241,27 @@ class _Gate:
             self.cheats_check = self._cheats(sb, image, baseline_ok)
             self.kit_check = self._kit(sb, image, baseline_ok)
 
+    def _batch(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> None:
+        """wrong.sh and the cheats in one exec (script_batch.py), when the Oracle and no-op passed, the container
+        resets and the task has no stand-in service; their outcomes then stand in for one run each."""
+        scripts = [s.relative_to(self.task.solution_dir).as_posix() for s in self.task.cheat_scripts()
+                   if self.settings.run_cheats]
+        if self.settings.run_wrong and self.task.wrong_script.is_file():
+            scripts.insert(0, self.task.wrong_script.name)
+        if not baseline_ok or len(scripts) < 2 or self.services or not self.reuse or self.oracle is None:
+            return
+        _raise_if_cancelled()
+        self.batched, self.batch_note = run_scripts(sb, image, self.task.solution_dir, scripts, self.oracle,
+                                                    self.timeouts)
+
     def _from_image(self, sb: Sandbox, image: ImageReader, script: str,
                     suspicious: Callable[[VerifyOutcome], bool]) -> VerifyOutcome:
-        """solution/<script> from the image's state: in `sb` after a verified reset, else in a fresh sandbox."""
+        """solution/<script> from the image's state: its batched outcome, else in `sb` after a verified reset,
+        else in a fresh sandbox. A suspicious outcome (it looks like a pass) is confirmed in a fresh sandbox."""
         _raise_if_cancelled()
+        if script in self.batched:
+            outcome = self.batched[script]
+            return self.solve(script) if suspicious(outcome) else outcome
         if not (self.reuse and sb.reset(image)):
             self.reuse = False
             return self.solve(script)
@@ -266,11 +288,13 @@ class _Gate:
             self.report.cheats.append(_cheat(rel, outcome, threshold))
         failed = [a for a in self.report.cheats if a.verdict is CheckVerdict.FAIL]
         where = "in the no-op's container, reset between runs" if self.reuse else "in fresh containers"
+        where = self.batch_note if self.batched else where + (f"; {self.batch_note}" if self.batch_note else "")
+        batched = sum(o.seconds for rel, o in self.batched.items() if rel != self.task.wrong_script.name)
         evidence = ("; ".join(f"{a.name}: {a.evidence}" for a in failed) if failed
                     else f"{len(scripts)} cheats ({where}), each at most {threshold}")
         return CheckResult(name="cheats", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
                            reason=ReasonCode.SHORTCUT_PASSED if failed else None, evidence=evidence[:4000],
-                           seconds=round(time.perf_counter() - start, 4))
+                           seconds=round(time.perf_counter() - start + batched, 4))
 
     def _kit(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> CheckResult:
         if not self.settings.tamper_kit:

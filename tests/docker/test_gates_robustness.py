@@ -44,7 +44,35 @@ def test_script_output_gets_only_program_mutants_and_its_cheats_run(make_task):
     assert [a.name for a in report.cheats] == ["cheats/echo_sample.sh", "cheats/header_only.sh"]
     assert _attempt(report, "cheats/echo_sample.sh").metrics["sample"] == 1.0  # right on the visible sample only
     assert _check(report, "cheats").verdict is CheckVerdict.PASS
-    assert "reset between runs" in _check(report, "cheats").evidence  # no container per cheat
+    assert "batched in the no-op's container" in _check(report, "cheats").evidence  # one exec for all cheats
+
+
+def _add_cheat(task, name: str, body: str) -> None:
+    path = task / "solution" / "cheats" / name
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(0o755)
+
+
+def test_batched_scripts_start_from_the_image_and_a_pass_is_rejected(make_task):
+    """A cheat that is a right solution is caught; the cheat run after it in the same batch finds none of its
+    outputs (the batch puts the Oracle's output paths back to the image's state between runs)."""
+    task = make_task(base="good_script", name="batch_reset")
+    _add_cheat(task, "a_right.sh", (task / "solution" / "solve.sh").read_text().split("\n", 1)[1])
+    _add_cheat(task, "b_nothing.sh", "true\n")
+    report = gate_task(task, SETTINGS)
+    assert (report.verdict, report.reason) == (GateVerdict.REJECTED, ReasonCode.SHORTCUT_PASSED)
+    assert _attempt(report, "cheats/a_right.sh").verdict is CheckVerdict.FAIL
+    nothing = _attempt(report, "cheats/b_nothing.sh")
+    assert nothing.verdict is CheckVerdict.PASS and nothing.metrics == report.nop, nothing
+
+
+def test_a_script_writing_outside_the_outputs_makes_the_batch_run_one_at_a_time(make_task):
+    task = make_task(base="good_script", name="batch_stray")
+    _add_cheat(task, "stray.sh", "echo x > /root/scratch.txt\nprintf '#!/bin/bash\\n' > /app/bin/region-totals\n")
+    report = gate_task(task, SETTINGS)
+    cheats = _check(report, "cheats")
+    assert report.verdict is GateVerdict.RETAINED and cheats.verdict is CheckVerdict.PASS, cheats
+    assert "a batched run changed A /root/scratch.txt" in cheats.evidence and "reset between runs" in cheats.evidence
 
 
 def test_tree_output_loses_reward_when_a_file_is_deleted(make_task):

@@ -1,0 +1,158 @@
+"""wrong.sh and the creator's cheats in one exec of the no-op's container, instead of one reset container each.
+
+Why: run one at a time, each script costs about 0.75 s of engine round trips (reset to the image, copy the
+solution in, run, reap, read the changes, copy the tests in, verify) for 0.1–0.2 s of work; the cheats were the
+largest share of a demo task's gate (4–5 of them per task). In one exec each run costs what it does.
+
+Between runs the batch puts the container back to the image's state where the Oracle showed the outputs live:
+every top-level path the Oracle added is removed, every one it modified or deleted is restored from the image's
+copy, /solution, /tests, /tmp and /logs/verifier are emptied, and leftover processes are reaped (before the run
+and again before its verifier). The script runs like `run_solution` ([solution].env, working directory, its own
+time limit), then the verifier like `Sandbox.verify` ([verifier].env, a time limit, the reward read back).
+
+The batch is trusted only when the engine agrees afterwards: nothing changed outside those paths and the stage
+(a run that wrote elsewhere, e.g. the toolchain, could have changed the next run's world and would have escaped
+its tamper check), every run reported, and a closing control run of the Oracle's solve.sh reproduced the Oracle's
+reward. Otherwise every script runs again the old way, and so does a script whose batch score looks like a pass:
+nothing is rejected on a batch score alone (the stage is readable by the scripts, so a pass there may be borrowed).
+Tasks with stand-in services never batch: their services' state cannot be reset from inside the container.
+"""
+
+from __future__ import annotations
+
+import io
+import shlex
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from skill2env_dagster.gates.changes import Change, ChangeKind, engine_changes, is_under, parent_of, top_level
+from skill2env_dagster.gates.container import REAP, tar_dir
+from skill2env_dagster.gates.robustness import VERIFY_FRAME, Run, reproduces, run_batch
+from skill2env_dagster.gates.sandbox import AGENT_ENV, VERIFIER_ENV, ImageReader, Sandbox, TrialStatus, VerifyOutcome
+from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, CONTAINER_TESTS, CONTAINER_VERIFIER_LOGS
+
+STAGE = "/.s2e-scripts"
+CONTROL = "control"
+_SCRIPT = (
+    'S=' + STAGE + '\nTO=; TS=\n'
+    'if command -v timeout >/dev/null 2>&1; then TO="timeout -s KILL $LIMIT"; TS="timeout -s KILL $SLIMIT"; fi\n'
+    'for id in "$@"; do\n'
+    + REAP +
+    '  . "$S/reset.sh"; cp -a "$S/solution" /\n'
+    '  read -r run < "$S/$id.run"\n'
+    '  (cd "$WD" 2>/dev/null; . "$S/agent_env.sh"; exec $TS "' + CONTAINER_SOLUTION + '/$run")'
+    ' >/dev/null 2>&1 </dev/null\n'
+    + REAP +
+    f'  rm -rf {CONTAINER_SOLUTION} {CONTAINER_VERIFIER_LOGS}; cp -a "$S/tests" /\n'
+    + VERIFY_FRAME +
+    'done\n'
+)
+
+
+@dataclass(frozen=True)
+class Restore:
+    """Where the Oracle's outputs live: what a run may change, and how to undo it."""
+
+    added: tuple[str, ...]  # removed before each run
+    restored: tuple[str, ...]  # removed, then put back from the image's copy
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return self.added + self.restored
+
+
+def restore_plan(sb: Sandbox, oracle_changes: tuple[Change, ...]) -> Restore | None:
+    """The Oracle's top-level changes; None when one lies in the toolchain (never restored by copy, see reset)."""
+    added = top_level([c.path for c in oracle_changes if c.kind is ChangeKind.ADDED])
+    restored = [p for p in top_level([c.path for c in oracle_changes if c.kind is not ChangeKind.ADDED])
+                if not any(is_under(p, a) for a in added)]
+    if any(sb.policy.rule(p) for p in restored):
+        return None
+    return Restore(tuple(added), tuple(restored))
+
+
+def _env_file(env: dict[str, str]) -> bytes:
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()).encode()
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = len(data), 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _graft(tar: tarfile.TarFile, archive: bytes, prefix: str) -> None:
+    """Every member of `archive` under `prefix` (a tar from the engine or from tar_dir)."""
+    with tarfile.open(fileobj=io.BytesIO(archive)) as src:
+        for info in src:
+            data = src.extractfile(info) if info.isfile() else None
+            info.name = f"{prefix}/{info.name}".lstrip("/")
+            tar.addfile(info, data)
+
+
+def stage_tar(sb: Sandbox, restore: Restore, originals: dict[str, bytes], solution_dir: Path,
+              runs: dict[str, str]) -> bytes:
+    """The stage: the image's copies of the restored paths, the solution and tests folders, one `<id>.run` per
+    run (its script, relative to the solution folder), the environment files and `reset.sh` (each restored path
+    is copied back on its own, so that the folders above it keep their mode and times)."""
+    base = STAGE.strip("/")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path, archive in originals.items():
+            _graft(tar, archive, f"{base}/orig{parent_of(path).rstrip('/')}")
+        _graft(tar, tar_dir(solution_dir, CONTAINER_SOLUTION.strip("/")), base)
+        _graft(tar, sb.tests_tar(CONTAINER_TESTS.strip("/")), base)
+        for run_id, script in runs.items():
+            _add(tar, f"{base}/{run_id}.run", script.encode() + b"\n")
+        _add(tar, f"{base}/agent_env.sh", _env_file({**sb.config.solution.env, **AGENT_ENV}))
+        _add(tar, f"{base}/verifier_env.sh", _env_file({**VERIFIER_ENV, **sb.config.verifier.env}))
+        wipe = " ".join(shlex.quote(p) for p in [*restore.paths, CONTAINER_SOLUTION, CONTAINER_TESTS,
+                                                  CONTAINER_VERIFIER_LOGS])
+        copies = "".join(f'cp -a "$S/orig"{shlex.quote(p)} {shlex.quote(parent_of(p))}/\n' for p in originals)
+        _add(tar, f"{base}/reset.sh", f"rm -rf -- {wipe} /tmp/* /tmp/.[!.]* /tmp/..?*\n{copies}".encode())
+    return buf.getvalue()
+
+
+def _stray(sb: Sandbox, restore: Restore) -> list[str]:
+    """Changes the engine sees outside the paths the batch resets and its own stage."""
+    allowed = [*restore.paths, STAGE, CONTAINER_SOLUTION, CONTAINER_TESTS]
+    changes = engine_changes(sb.trial.box, sb.settings.read_upper_dir)
+    return [str(c) for c in changes if not any(is_under(c.path, a) for a in allowed)]
+
+
+def run_scripts(sb: Sandbox, image: ImageReader, solution_dir: Path, scripts: list[str], oracle: VerifyOutcome,
+                timeouts: tuple[float, float]) -> tuple[dict[str, VerifyOutcome], str]:
+    """({script: outcome} for every script, or {} when the batch cannot be trusted; why, for the report)."""
+    restore = restore_plan(sb, oracle.changes)
+    if restore is None:
+        return {}, "the Oracle changed the toolchain: one run at a time"
+    originals = {p: image.archive(p) for p in restore.restored}
+    if any(a is None for a in originals.values()):
+        return {}, "an output the Oracle modified has no copy in the image: one run at a time"
+    runs = {f"s{i}": s for i, s in enumerate(scripts)} | {CONTROL: "solve.sh"}
+    sb.trial.put_tar(stage_tar(sb, restore, {p: a for p, a in originals.items() if a}, solution_dir, runs))
+    solve, verify = timeouts
+    env = {"WD": sb.policy.workdir or "/", "CAP": str(sb.settings.output_cap_bytes),
+           "LIMIT": str(int(verify) + 1), "SLIMIT": str(int(solve) + 1)}
+    results = run_batch(sb, list(runs), solve + verify, _SCRIPT, env)
+    why = _distrust(sb, restore, results, oracle)
+    if why:
+        return {}, why
+    return {runs[i]: _outcome(r) for i, r in results.items() if i != CONTROL}, "batched in the no-op's container"
+
+
+def _distrust(sb: Sandbox, restore: Restore, results: dict[str, Run], oracle: VerifyOutcome) -> str:
+    """Why the batch's scores cannot stand for fresh runs ('' when they can)."""
+    if any(r.status in (TrialStatus.VERIFIER_TIMEOUT, TrialStatus.CONTAINER_DIED) for r in results.values()):
+        return "a batched run did not finish: one run at a time"
+    if not reproduces(results.get(CONTROL), oracle.metrics):
+        return "the batch's control run did not reproduce the Oracle: one run at a time"
+    stray = _stray(sb, restore)
+    if stray:
+        return f"a batched run changed {', '.join(stray[:3])}: one run at a time"
+    return ""
+
+
+def _outcome(run: Run) -> VerifyOutcome:
+    return VerifyOutcome(run.status, run.reward, seconds=run.seconds)
