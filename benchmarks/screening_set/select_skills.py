@@ -2,6 +2,12 @@
 
     .venv/bin/python benchmarks/screening_set/select_skills.py            # print the selection summary
     .venv/bin/python benchmarks/screening_set/select_skills.py --write    # (re)write entries.yaml
+    .venv/bin/python benchmarks/screening_set/select_skills.py --round3 [--write]   # the third labelling round
+
+The third round (`--round3`, README.md > "Third labelling round") draws NEW skills from two hubs not used before
+(ROUND3_SOURCES) and appends them to entries.yaml: earlier entries are kept verbatim, and a candidate whose folder
+name, frontmatter name or normalised SKILL.md text equals one of an earlier entry is left out, so the round holds
+only skills the rules have never seen. Its entries carry `round: 3`.
 
 The selection is deterministic: candidates are ordered by a SHA-256 of (seed, repo, folder), so re-running on the
 same mirrors gives the same entries. Pools (see README.md for why each exists):
@@ -78,6 +84,14 @@ SOURCES = (
     Source("gabrielmoreira/agent-skills-mirror", "4e7649a87f4d537d80ff59a4fcf2857c2b28ff7e", 90, spread=True),
 )
 POOL_SIZES = {"devices": 40, "security": 22}
+# Third labelling round (added after the third tuning round; see README.md): two hubs not in SOURCES.
+ROUND = 3
+ROUND3_SOURCES = (
+    Source("sundial-org/awesome-openclaw-skills", "6d998e005da63ddec0e368cfe93047c3214cd747", 55, pools=True),
+    Source("alexcode-cc/clawd-skills", "2ea7321827bb8b4bbea4800a4cf7d9b9fa0b1fff", 55, pools=True),
+)
+ROUND3_POOL_SIZES = {"devices": 10, "security": 10}
+ROUND3_PER_CAMPAIGN = 1
 
 DEVICE_WORDS = re.compile(
     r"(?i)(^|[-_ /])(hue|philips|home-?assistant|hass|smart-?home|homekit|printer|3d-?print\w*|octoprint|bambu|"
@@ -166,38 +180,45 @@ def _mark_campaigns(m: Mirror, candidates: list[Candidate]) -> None:
                 by_folder[folder].campaign = camp
 
 
-def select() -> list[dict]:
-    if any(s.repo in EXCLUDED_REPOS for s in SOURCES):
+def select(sources: tuple[Source, ...] = SOURCES, pool_sizes: dict[str, int] | None = None,
+           per_campaign_max: int = PER_CAMPAIGN, seen: frozenset[str] = frozenset()) -> list[dict]:
+    """The entries drawn from `sources`; a candidate any of whose `_keys` is in `seen` (or in an entry already
+    chosen) is skipped. Rounds 1 and 2 are `select()`; the third round passes its sources and the earlier keys."""
+    if any(s.repo in EXCLUDED_REPOS for s in sources):
         raise SystemExit("a source repository is part of ../shared/corpus")
-    seen_text: set[str] = set()
+    sizes = POOL_SIZES if pool_sizes is None else pool_sizes
+    # Rounds 1-2 deduplicated by text only; later rounds also by folder and frontmatter name (hubs copy each other).
+    by_text_only = not seen
+    seen_keys: set[str] = set(seen)
     chosen: list[tuple[str, Candidate]] = []
 
     def take(pool: str, c: Candidate) -> bool:
-        key = _norm(c.text)
-        if key in seen_text or any(c.id == x.id for _, x in chosen):
+        keys = {_norm(c.text)} if by_text_only else _keys(c)
+        if keys & seen_keys or any(c.id == x.id for _, x in chosen):
             return False
-        seen_text.add(key)
+        seen_keys.update(keys)
         chosen.append((pool, c))
         return True
 
-    by_source = {s.repo: _spread(s, _candidates(s)) if s.spread else _candidates(s) for s in SOURCES}
-    for s in SOURCES:
+    by_source = {s.repo: _spread(s, _candidates(s)) if s.spread else _candidates(s) for s in sources}
+    for s in sources:
         n = 0
         for c in by_source[s.repo]:
             if n >= s.random:
                 break
             n += take(f"random:{s.repo}", c)
-    pooled = [c for s in SOURCES if s.pools for c in by_source[s.repo]]
+    pooled = [c for s in sources if s.pools for c in by_source[s.repo]]
     pooled.sort(key=lambda c: _order("pool", c.id))
-    _fill("devices", pooled, lambda c: bool(DEVICE_WORDS.search(PurePosixPath(c.folder).name) or
-                                         DEVICE_WORDS.search(c.name())) and c.campaign is None, take)
-    _fill("security", pooled, lambda c: bool(SECURITY_WORDS.search(PurePosixPath(c.folder).name) or
-                                          SECURITY_WORDS.search(c.name())) and c.campaign is None, take)
+    _fill("devices", sizes["devices"], pooled, lambda c: bool(DEVICE_WORDS.search(PurePosixPath(c.folder).name) or
+                                                           DEVICE_WORDS.search(c.name())) and c.campaign is None, take)
+    _fill("security", sizes["security"], pooled, lambda c: bool(SECURITY_WORDS.search(PurePosixPath(c.folder).name)
+                                                             or SECURITY_WORDS.search(c.name())) and
+          c.campaign is None, take)
     per_campaign: Counter[str] = Counter()
     names: set[tuple[str, str]] = set()
     for c in pooled:
         camp = c.campaign
-        if camp is None or per_campaign[camp] >= PER_CAMPAIGN or (camp, c.name()) in names:
+        if camp is None or per_campaign[camp] >= per_campaign_max or (camp, c.name()) in names:
             continue
         if take("lures", c):
             per_campaign[camp] += 1
@@ -217,10 +238,42 @@ def _spread(source: Source, candidates: list[Candidate]) -> list[Candidate]:
     return sorted(first.values(), key=lambda c: _order(source.repo, upstream_of(c.folder) or ""))
 
 
-def _fill(pool: str, pooled: list[Candidate], wanted, take) -> None:
+def _keys(c: Candidate) -> set[str]:
+    """What makes two skills the same for a later round: folder name, frontmatter name, normalised text."""
+    return {f"folder:{PurePosixPath(c.folder).name.lower()}", f"name:{c.name()}", _norm(c.text)}
+
+
+def earlier_keys(entries: list[dict]) -> frozenset[str]:
+    """`_keys` of every entry of rounds before ROUND (their SKILL.md read from the mirrors)."""
+    keys: set[str] = set()
+    by_repo: dict[tuple[str, str], list[dict]] = {}
+    for e in entries:
+        if e.get("round", 1) < ROUND:
+            by_repo.setdefault((e["repo"], e["commit"]), []).append(e)
+    for (repo, commit), es in by_repo.items():
+        m = Mirror(repo, commit)
+        if not m.available():
+            raise SystemExit(f"mirror of {repo}@{commit[:12]} not found under {m.git_dir}; fetch it first")
+        files = {e["path"]: m.entry(p) for e in es if (p := skill_file_in(m, e["path"]))}
+        data = m.blobs([f.sha for f in files.values() if f is not None])
+        source = Source(repo, commit, 0)
+        for e in es:
+            f = files.get(e["path"])
+            raw = data.get(f.sha) if f else None
+            keys |= _keys(Candidate(source, e["path"], raw.decode("utf-8", "replace") if raw else ""))
+    return frozenset(keys)
+
+
+def select_round3(entries: list[dict]) -> list[dict]:
+    """The third round's entries (marked `round: 3`), none the same skill as an earlier entry."""
+    new = select(ROUND3_SOURCES, ROUND3_POOL_SIZES, ROUND3_PER_CAMPAIGN, earlier_keys(entries))
+    return [{**e, "round": ROUND} for e in new]
+
+
+def _fill(pool: str, size: int, pooled: list[Candidate], wanted, take) -> None:
     n = 0
     for c in pooled:
-        if n >= POOL_SIZES[pool]:
+        if n >= size:
             return
         if wanted(c):
             n += take(pool, c)
@@ -236,11 +289,21 @@ def _entry(pool: str, c: Candidate) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write", action="store_true", help=f"write {ENTRIES_FILE.name}")
+    ap.add_argument("--round3", action="store_true",
+                    help=f"select the third round and (with --write) append it to {ENTRIES_FILE.name}")
     args = ap.parse_args()
-    entries = select()
-    print(f"{len(entries)} entries")
+    recorded = yaml.safe_load(ENTRIES_FILE.read_text()) if ENTRIES_FILE.exists() else []
+    earlier = [e for e in recorded if e.get("round", 1) < ROUND]
+    later = [e for e in recorded if e.get("round", 1) >= ROUND]
+    if args.round3:
+        later = select_round3(earlier)
+    else:
+        earlier = select()
+    entries = earlier + later
+    shown = later if args.round3 else earlier
+    print(f"{len(entries)} entries; {'third round' if args.round3 else 'rounds 1-2'}: {len(shown)}")
     for key in ("pool", "repo", "half"):
-        print(f"by {key}: {dict(Counter(e[key] for e in entries).most_common())}")
+        print(f"by {key}: {dict(Counter(e[key] for e in shown).most_common())}")
     if args.write:
         header = ("# Generated by select_skills.py (do not edit by hand): "
                   "the screening set, pinned repo@commit:folder.\n")
