@@ -12,7 +12,7 @@ missed by 13.1 points; hardware recall 80.0% (92.3%), met; malicious recall 94.9
 skill; malicious false positives among benign 1.5% (0.0%), goal <= 1, missed (3 of 199, at most 1 allowed); eligible
 wrongly screened out 17.4% (4.6%), goal <= 10, missed by 7.4 points. Per-code live-service recall 71.1% (was 48.3%).
 
-    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--list-test]
+    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3] [--list-test]
 
 Without --set: the shared corpus, as follows.
 
@@ -123,8 +123,12 @@ def _overall(items: list[Item]) -> list[tuple[str, Score, Score]]:
     return [("overall: all codes (micro)", rm, bm), ("overall: screened out", ro, bo)]
 
 
-def report_set(half: str, list_errors: bool, source: str | None = None) -> None:
-    items = [i for i in load_items(None if half == "all" else half) if source in (None, i.repo)]
+ROUNDS = {"1-2": lambda n: n < 3, "3": lambda n: n == 3}  # the set's labelling rounds (its README)
+
+
+def report_set(half: str, list_errors: bool, source: str | None = None, rounds: str | None = None) -> None:
+    items = [i for i in load_items(None if half == "all" else half)
+             if source in (None, i.repo) and (rounds is None or ROUNDS[rounds](i.round))]
     absent = missing_mirrors(items)
     if absent:
         print(f"screening set skipped: no local mirror for {', '.join(absent)} under $S2E_MIRROR_DIR "
@@ -132,7 +136,7 @@ def report_set(half: str, list_errors: bool, source: str | None = None) -> None:
         return
     seconds = screen_items(items)
     unreadable = [i.id for i in items if i.record is None or not i.record.body]
-    only = f" ({source} only)" if source else ""
+    only = "".join(f" ({x} only)" for x in (source, rounds and f"round {rounds}") if x)
     print(f"screening set{only}, {half} half: {len(items)} skills crawled in {seconds:.2f} s "
           f"({len(items) / seconds:.0f} skills/s incl. bundle, parse, dedup)")
     if unreadable:
@@ -169,12 +173,15 @@ def main() -> None:
     ap.add_argument("--half", choices=["tune", "test", "all"], default="test")
     ap.add_argument("--list-test", action="store_true", help="also list ids behind test-half errors")
     ap.add_argument("--source", help="only the set's entries from this repository (owner/name)")
+    ap.add_argument("--round", choices=sorted(ROUNDS), dest="rounds",
+                    help="only the entries of these labelling rounds (1-2: the first 467; 3: the third round)")
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     ap.add_argument("--show", action="append", default=[], help="print findings of this code")
     ap.add_argument("--list-held-out", action="store_true", help="also list skill ids behind held-out errors")
     args = ap.parse_args()
     if args.set:
-        report_set(args.half, list_errors=args.half == "tune" or args.list_test, source=args.source)
+        report_set(args.half, list_errors=args.half == "tune" or args.list_test, source=args.source,
+                   rounds=args.rounds)
         return
     manifest = json.loads((args.corpus / "manifest.json").read_text())
     settings = ScreenSettings()

@@ -41,6 +41,7 @@ class Item:
     half: str
     labels: frozenset[str]
     why: str
+    round: int = 1  # labelling round; entries of rounds 1 and 2 carry no `round` key (README.md > the rounds)
     got: frozenset[str] = frozenset()
     naive: frozenset[str] = frozenset()
     record: SkillRecord | None = None
@@ -55,7 +56,7 @@ def load_items(half: str | None = None) -> list[Item]:
         lab = labels[e["id"]]
         if half in (None, e["half"]):
             items.append(Item(e["id"], e["repo"], e["commit"], e["path"], e["pool"], e["half"],
-                              frozenset(lab["codes"]), lab["why"]))
+                              frozenset(lab["codes"]), lab["why"], e.get("round", 1)))
     return items
 
 
