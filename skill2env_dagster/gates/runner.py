@@ -3,7 +3,8 @@
 Runtime stages, in order: the Oracle (must score 1 on every metric), the no-op (must score 0), solution/wrong.sh
 (below 1 somewhere), mutation testing of the verifier on the Oracle's final state (robustness.py), the
 creator-authored cheats (each at most the shortcut threshold) and the tamper kit (tamper_kit.py). Runs that start
-from the image (no-op, wrong.sh, cheats, forge attacks) share one container reset to the image between them.
+from the image (no-op, wrong.sh, cheats, forge attacks) share one container reset to the image between them;
+wrong.sh and the cheats run there in one exec when the batch can be trusted (script_batch.py).
 
 The verdict is `retained` only when no check failed or errored; a failed check makes it `rejected` with that
 check's reason; a check that could not run (engine down, registry down, a crash) makes it `infra_failed` — never
