@@ -130,6 +130,11 @@ def _bytes(out: bytes | Iterator[bytes] | None) -> bytes:
     return b"".join(out)
 
 
+def _kill_quietly(box: Container) -> None:
+    with contextlib.suppress(docker.errors.APIError):
+        box.kill()
+
+
 def _remove(box: Container) -> None:
     try:
         box.remove(force=True, v=True)
@@ -237,13 +242,26 @@ class Trial:
             box.reload()
             if box.status != "running":
                 break
-            if not spec.health or box.exec_run(spec.health)[0] == 0:
+            if not spec.health or self._probe(box, spec.health, deadline - time.monotonic()):
                 return
             time.sleep(0.1)
         logs = _bytes(box.logs(tail=5)).decode(errors="replace")
         raise InputError(ReasonCode.SERVICE_FAILED,
                          f"service {spec.name} is {box.status}, not healthy after {self.settings.service_start_sec}s: "
                          f"{logs[-300:]}")
+
+    @staticmethod
+    def _probe(box: Container, command: list[str], timeout: float) -> bool:
+        """One health check; a check still running at the start deadline kills the service (a task's own health
+        command must not hold the gate: the service is then reported as not healthy)."""
+        timer = threading.Timer(max(0.5, timeout), lambda: _kill_quietly(box))
+        timer.start()
+        try:
+            return box.exec_run(command)[0] == 0
+        except docker.errors.APIError:
+            return False
+        finally:
+            timer.cancel()
 
     def stop_services(self) -> None:
         for box in self.sidecars.values():

@@ -44,6 +44,18 @@ def test_unhealthy_service_fails_the_trial_and_leaves_nothing(make_task, docker_
     assert _leftovers(docker_client, run_id) == []
 
 
+def test_a_hanging_health_check_is_a_failed_service_not_a_hung_gate(make_task, docker_client):
+    task = make_task(base="good_service", name="svc_health_hangs")
+    compose = task / "environment" / "docker-compose.yaml"
+    compose.write_text(compose.read_text().replace('"/usr/local/lib/ledger/ledger.py", "--check"',
+                                                   '"-c", "import time; time.sleep(600)"'))
+    run_id = f"{RUN_ID}-svc-hang"
+    report = gate_task(task, GateSettings(run_id=run_id, service_start_sec=3.0))
+    assert (report.verdict, report.reason) == (GateVerdict.INFRA_FAILED, ReasonCode.SERVICE_FAILED)
+    assert report.seconds < 60, report.seconds
+    assert _leftovers(docker_client, run_id) == []
+
+
 def test_ctrl_c_removes_the_services_too(make_task, docker_client):
     task = make_task(base="good_service", name="svc_hanging")
     (task / "solution" / "solve.sh").write_text("#!/bin/bash\nwhile :; do :; done\n")
