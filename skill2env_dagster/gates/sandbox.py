@@ -71,6 +71,10 @@ COMMIT_REPO = "s2e-gate-state"
 AGENT_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
 VERIFIER_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 VERIFIER_LOG = f"{CONTAINER_VERIFIER_LOGS}/test-stdout.txt"
+# What a run leaves on the tmpfs mounts, which the engine's view of changes cannot see: emptied between runs that
+# share a container (then /logs/agent and /logs/verifier are made again).
+EPHEMERAL = "/tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /logs/*"
+REMAKE_LOGS = "mkdir -p /logs/agent /logs/verifier"
 # Empty the reward folder (a forged reward.txt/json, or a symlink in place of the folder, goes with it).
 CLEAN = f"rm -rf {CONTAINER_VERIFIER_LOGS}; mkdir -p {CONTAINER_VERIFIER_LOGS}\n"
 # Print `<path>\n<bytes>` of the reward file (json wins over txt, as in Harbor), or nothing.
@@ -299,8 +303,7 @@ class Sandbox:
         if any(a is None for a in archives.values()):
             return False
         wipe = " ".join(shlex.quote(p) for p in [*added, *restore])
-        res = self.trial.sh(f"rm -rf -- {wipe} /tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /logs/* 2>/dev/null\n"
-                            "mkdir -p /logs/agent /logs/verifier && echo reset", 30)
+        res = self.trial.sh(f"rm -rf -- {wipe} {EPHEMERAL} 2>/dev/null\n{REMAKE_LOGS} && echo reset", 30)
         if b"reset" not in res.output:
             return False
         for p, data in archives.items():

@@ -6,9 +6,10 @@ largest share of a demo task's gate (4–5 of them per task). In one exec each r
 
 Between runs the batch puts the container back to the image's state where the Oracle showed the outputs live:
 every top-level path the Oracle added is removed, every one it modified or deleted is restored from the image's
-copy, /solution, /tests, /tmp and /logs/verifier are emptied, and leftover processes are reaped (before the run
-and again before its verifier). The script runs like `run_solution` ([solution].env, working directory, its own
-time limit), then the verifier like `Sandbox.verify` ([verifier].env, a time limit, the reward read back).
+copy, /solution, /tests and the tmpfs mounts (/tmp, /dev/shm, /logs) are emptied, and leftover processes are
+reaped (before the run and again before its verifier). The script runs like `run_solution` ([solution].env,
+working directory, its own time limit), then the verifier like `Sandbox.verify` ([verifier].env, a time limit, the
+reward read back).
 
 The batch is trusted only when the engine agrees afterwards: nothing changed outside those paths and the stage
 (a run that wrote elsewhere, e.g. the toolchain, could have changed the next run's world and would have escaped
@@ -29,7 +30,16 @@ from pathlib import Path
 from skill2env_dagster.gates.changes import Change, ChangeKind, engine_changes, is_under, parent_of, top_level
 from skill2env_dagster.gates.container import REAP, tar_dir
 from skill2env_dagster.gates.robustness import VERIFY_FRAME, Run, reproduces, run_batch
-from skill2env_dagster.gates.sandbox import AGENT_ENV, VERIFIER_ENV, ImageReader, Sandbox, TrialStatus, VerifyOutcome
+from skill2env_dagster.gates.sandbox import (
+    AGENT_ENV,
+    EPHEMERAL,
+    REMAKE_LOGS,
+    VERIFIER_ENV,
+    ImageReader,
+    Sandbox,
+    TrialStatus,
+    VerifyOutcome,
+)
 from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, CONTAINER_TESTS, CONTAINER_VERIFIER_LOGS
 
 STAGE = "/.s2e-scripts"
@@ -107,10 +117,9 @@ def stage_tar(sb: Sandbox, restore: Restore, originals: dict[str, bytes], soluti
             _add(tar, f"{base}/{run_id}.run", script.encode() + b"\n")
         _add(tar, f"{base}/agent_env.sh", _env_file({**sb.config.solution.env, **AGENT_ENV}))
         _add(tar, f"{base}/verifier_env.sh", _env_file({**VERIFIER_ENV, **sb.config.verifier.env}))
-        wipe = " ".join(shlex.quote(p) for p in [*restore.paths, CONTAINER_SOLUTION, CONTAINER_TESTS,
-                                                  CONTAINER_VERIFIER_LOGS])
+        wipe = " ".join(shlex.quote(p) for p in [*restore.paths, CONTAINER_SOLUTION, CONTAINER_TESTS])
         copies = "".join(f'cp -a "$S/orig"{shlex.quote(p)} {shlex.quote(parent_of(p))}/\n' for p in originals)
-        _add(tar, f"{base}/reset.sh", f"rm -rf -- {wipe} /tmp/* /tmp/.[!.]* /tmp/..?*\n{copies}".encode())
+        _add(tar, f"{base}/reset.sh", f"rm -rf -- {wipe} {EPHEMERAL} 2>/dev/null\n{REMAKE_LOGS}\n{copies}".encode())
     return buf.getvalue()
 
 
