@@ -22,6 +22,7 @@ Tasks with stand-in services never batch: their services' state cannot be reset 
 from __future__ import annotations
 
 import io
+import re
 import shlex
 import tarfile
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from skill2env_dagster.gates.sandbox import (
 from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, CONTAINER_TESTS, CONTAINER_VERIFIER_LOGS
 
 STAGE = "/.s2e-scripts"
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the batch exports the environments with `export NAME=...`
 CONTROL = "control"
 _SCRIPT = (
     'S=' + STAGE + '\nTO=; TS=\n'
@@ -133,6 +135,9 @@ def _stray(sb: Sandbox, restore: Restore) -> list[str]:
 def run_scripts(sb: Sandbox, image: ImageReader, solution_dir: Path, scripts: list[str], oracle: VerifyOutcome,
                 timeouts: tuple[float, float]) -> tuple[dict[str, VerifyOutcome], str]:
     """({script: outcome} for every script, or {} when the batch cannot be trusted; why, for the report)."""
+    names = [*sb.config.solution.env, *sb.config.verifier.env]
+    if not all(_SHELL_NAME.fullmatch(k) for k in names):
+        return {}, "an environment variable's name is not a shell name: one run at a time"
     restore = restore_plan(sb, oracle.changes)
     if restore is None:
         return {}, "the Oracle changed the toolchain: one run at a time"

@@ -66,6 +66,21 @@ def test_batched_scripts_start_from_the_image_and_a_pass_is_rejected(make_task):
     assert nothing.verdict is CheckVerdict.PASS and nothing.metrics == report.nop, nothing
 
 
+def test_solution_env_reaches_batched_scripts_and_odd_names_run_one_at_a_time(make_task):
+    """[solution].env reaches every script as it does in a run of its own; a name the batch's shell cannot export
+    sends the scripts back to one run at a time."""
+    task = make_task(base="good_script", name="batch_env")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("[solution.env]\n", '[solution.env]\nCHEAT_MODE = "right"\n'))
+    _add_cheat(task, "env_right.sh", '[ "$CHEAT_MODE" = right ] || exit 0\n'
+               + (task / "solution" / "solve.sh").read_text().split("\n", 1)[1])
+    report = gate_task(task, SETTINGS)
+    assert _attempt(report, "cheats/env_right.sh").verdict is CheckVerdict.FAIL  # it saw the variable
+    toml.write_text(toml.read_text().replace("CHEAT_MODE", '"CHEAT-MODE"'))
+    report = gate_task(task, SETTINGS)
+    assert "not a shell name" in _check(report, "cheats").evidence
+
+
 def test_a_script_writing_outside_the_outputs_makes_the_batch_run_one_at_a_time(make_task):
     task = make_task(base="good_script", name="batch_stray")
     _add_cheat(task, "stray.sh", "echo x > /root/scratch.txt\nprintf '#!/bin/bash\\n' > /app/bin/region-totals\n")
