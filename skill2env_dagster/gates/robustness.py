@@ -124,7 +124,7 @@ def service_units(collected: dict[str, bytes]) -> list[OutputUnit]:
 # --- staging and running -------------------------------------------------------------------------------------
 
 
-def _add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
+def add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = len(data), mode & 0o7777, int(time.time())
     tar.addfile(info, io.BytesIO(data))
@@ -134,6 +134,15 @@ def _add_dir(tar: tarfile.TarFile, name: str, mode: int) -> None:
     info = tarfile.TarInfo(name)
     info.type, info.mode, info.mtime = tarfile.DIRTYPE, mode & 0o7777, int(time.time())
     tar.addfile(info)
+
+
+def graft(tar: tarfile.TarFile, archive: bytes, prefix: str) -> None:
+    """Every member of `archive` (a tar from tar_dir or from the engine) into `tar`, under `prefix`."""
+    with tarfile.open(fileobj=io.BytesIO(archive)) as src:
+        for info in src:
+            data = src.extractfile(info) if info.isfile() else None
+            info.name = f"{prefix}/{info.name}".lstrip("/")
+            tar.addfile(info, data)
 
 
 def _rm(paths: list[str] | tuple[str, ...]) -> str:
@@ -152,17 +161,15 @@ def stage_tar(units: list[OutputUnit], mutants: list[Mutant], tests_dir: Path) -
             for d, mode in u.dirs:
                 _add_dir(tar, f"{base}/orig{d}", mode)
             for f in u.files:
-                _add_file(tar, f"{base}/orig{f.path}", f.data, f.mode)
+                add_file(tar, f"{base}/orig{f.path}", f.data, f.mode)
         for i, m in enumerate(mutants):
             for path, data in m.writes:
-                _add_file(tar, f"{base}/m{i}{path}", data, modes.get(path, 0o644))
+                add_file(tar, f"{base}/m{i}{path}", data, modes.get(path, 0o644))
             if m.deletes:
-                _add_file(tar, f"{base}/m{i}.del.sh", _rm(m.deletes).encode(), 0o644)
+                add_file(tar, f"{base}/m{i}.del.sh", _rm(m.deletes).encode(), 0o644)
         clear = _rm([u.root for u in units] + ["/tests", CONTAINER_VERIFIER_LOGS]) + " /tmp/* /tmp/.[!.]* /tmp/..?*"
-        _add_file(tar, f"{base}/clear.sh", clear.encode() + b"\n", 0o644)
-        with tarfile.open(fileobj=io.BytesIO(tar_dir(tests_dir, f"{base}/tests"))) as tests:
-            for info in tests:
-                tar.addfile(info, tests.extractfile(info) if info.isfile() else None)
+        add_file(tar, f"{base}/clear.sh", clear.encode() + b"\n", 0o644)
+        graft(tar, tar_dir(tests_dir, "tests"), base)
     return buf.getvalue()
 
 
@@ -185,9 +192,14 @@ def parse_batch(output: bytes) -> dict[str, Reward]:
     return found
 
 
+def batch_vars(sb: Sandbox, verify_timeout: float) -> dict[str, str]:
+    """What VERIFY_FRAME reads: the working directory, the log cap and the verifier's time limit."""
+    return {"WD": sb.policy.workdir or "/", "CAP": str(sb.settings.output_cap_bytes),
+            "LIMIT": str(int(verify_timeout) + 1)}
+
+
 def _batch_env(sb: Sandbox, timeout: float) -> dict[str, str]:
-    return {**VERIFIER_ENV, **sb.config.verifier.env, "WD": sb.policy.workdir or "/",
-            "CAP": str(sb.settings.output_cap_bytes), "LIMIT": str(int(timeout) + 1)}
+    return {**VERIFIER_ENV, **sb.config.verifier.env, **batch_vars(sb, timeout)}
 
 
 def run_batch(sb: Sandbox, ids: list[str], per_run: float, script: str = _BATCH,

@@ -245,8 +245,7 @@ class _Gate:
     def _batch(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> None:
         """wrong.sh and the cheats in one exec (script_batch.py), when the Oracle and no-op passed, the container
         resets and the task has no stand-in service; their outcomes then stand in for one run each."""
-        scripts = [s.relative_to(self.task.solution_dir).as_posix() for s in self.task.cheat_scripts()
-                   if self.settings.run_cheats]
+        scripts = [self._rel(s) for s in self.task.cheat_scripts() if self.settings.run_cheats]
         if self.settings.run_wrong and self.task.wrong_script.is_file():
             scripts.insert(0, self.task.wrong_script.name)
         if not baseline_ok or len(scripts) < 2 or self.services or not self.reuse or self.oracle is None:
@@ -254,6 +253,10 @@ class _Gate:
         _raise_if_cancelled()
         self.batched, self.batch_note = run_scripts(sb, image, self.task.solution_dir, scripts, self.oracle,
                                                     self.timeouts)
+
+    def _rel(self, script: Path) -> str:
+        """A solution script's name as the batch and the report know it (relative to solution/)."""
+        return script.relative_to(self.task.solution_dir).as_posix()
 
     def _from_image(self, sb: Sandbox, image: ImageReader, script: str,
                     suspicious: Callable[[VerifyOutcome], bool]) -> VerifyOutcome:
@@ -284,7 +287,7 @@ class _Gate:
         start = time.perf_counter()
         threshold = self.settings.shortcut_threshold
         for script in scripts:
-            rel = script.relative_to(self.task.solution_dir).as_posix()
+            rel = self._rel(script)
             outcome = self._from_image(sb, image, rel, partial(_passes, name=rel, threshold=threshold))
             self.report.cheats.append(_cheat(rel, outcome, threshold))
         failed = [a for a in self.report.cheats if a.verdict is CheckVerdict.FAIL]

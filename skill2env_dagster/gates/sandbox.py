@@ -294,20 +294,16 @@ class Sandbox:
         restored copy from a changed one)."""
         if self.dirty or not self.settings.read_upper_dir or not fast_view(self.trial.box):
             return False
-        changes = engine_changes(self.trial.box)
-        added = top_level([c.path for c in changes if c.kind is ChangeKind.ADDED])
-        restore = top_level([c.path for c in changes if c.kind is not ChangeKind.ADDED])
-        if any(self.policy.rule(p) for p in restore):
-            return False  # a restored copy in the toolchain would hide the next run's tampering with it
-        archives = {p: image.archive(p) for p in restore}
-        if any(a is None for a in archives.values()):
+        plan = restore_plan(self.policy, image, engine_changes(self.trial.box))
+        if plan is None:
             return False
+        added, archives = plan
+        restore = list(archives)
         wipe = " ".join(shlex.quote(p) for p in [*added, *restore])
         res = self.trial.sh(f"rm -rf -- {wipe} {EPHEMERAL} 2>/dev/null\n{REMAKE_LOGS} && echo reset", 30)
         if b"reset" not in res.output:
             return False
         for p, data in archives.items():
-            assert data is not None
             self.trial.put_tar(data, parent_of(p))
         after = engine_changes(self.trial.box)
         self._settled, self.collected = None, {}
@@ -324,6 +320,20 @@ class Sandbox:
         """{absolute path: (content, or None for a folder; mode)} of `path` and everything below it, read through
         the engine; None when the files hold more than `max_bytes` together. Symlinks and devices are skipped."""
         return read_archive(self.trial.box, path, max_bytes)
+
+
+def restore_plan(policy: TamperPolicy, image: ImageReader,
+                 changes: Sequence[Change]) -> tuple[list[str], dict[str, bytes]] | None:
+    """How to take `changes` back to the image: (the top-level paths to remove, {top-level path to put back: the
+    image's copy as a tar rooted at its name}). None when a path to put back lies in the toolchain (the next run's
+    tamper check could not tell a restored copy from a changed one) or the image has no copy of it."""
+    added = top_level([c.path for c in changes if c.kind is ChangeKind.ADDED])
+    restore = top_level([c.path for c in changes if c.kind is not ChangeKind.ADDED])
+    if any(policy.rule(p) for p in restore):
+        return None
+    archives = {p: image.archive(p) for p in restore}
+    copies = {p: a for p, a in archives.items() if a is not None}
+    return (added, copies) if len(copies) == len(archives) else None
 
 
 class ImageReader:

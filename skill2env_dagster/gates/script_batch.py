@@ -28,9 +28,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill2env_dagster.gates.changes import Change, ChangeKind, engine_changes, is_under, parent_of, top_level
+from skill2env_dagster.gates.changes import engine_changes, is_under, parent_of
 from skill2env_dagster.gates.container import REAP, tar_dir
-from skill2env_dagster.gates.robustness import VERIFY_FRAME, Run, reproduces, run_batch
+from skill2env_dagster.gates.robustness import VERIFY_FRAME, Run, add_file, batch_vars, graft, reproduces, run_batch
 from skill2env_dagster.gates.sandbox import (
     AGENT_ENV,
     EPHEMERAL,
@@ -40,6 +40,7 @@ from skill2env_dagster.gates.sandbox import (
     Sandbox,
     TrialStatus,
     VerifyOutcome,
+    restore_plan,
 )
 from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, CONTAINER_TESTS, CONTAINER_VERIFIER_LOGS
 
@@ -64,64 +65,38 @@ _SCRIPT = (
 
 @dataclass(frozen=True)
 class Restore:
-    """Where the Oracle's outputs live: what a run may change, and how to undo it."""
+    """Where the Oracle's outputs live: what a run may change, and how to undo it (sandbox.restore_plan)."""
 
     added: tuple[str, ...]  # removed before each run
-    restored: tuple[str, ...]  # removed, then put back from the image's copy
+    originals: dict[str, bytes]  # removed, then put back from the image's copy (a tar rooted at the path's name)
 
     @property
     def paths(self) -> tuple[str, ...]:
-        return self.added + self.restored
-
-
-def restore_plan(sb: Sandbox, oracle_changes: tuple[Change, ...]) -> Restore | None:
-    """The Oracle's top-level changes; None when one lies in the toolchain (never restored by copy, see reset)."""
-    added = top_level([c.path for c in oracle_changes if c.kind is ChangeKind.ADDED])
-    restored = [p for p in top_level([c.path for c in oracle_changes if c.kind is not ChangeKind.ADDED])
-                if not any(is_under(p, a) for a in added)]
-    if any(sb.policy.rule(p) for p in restored):
-        return None
-    return Restore(tuple(added), tuple(restored))
+        return self.added + tuple(self.originals)
 
 
 def _env_file(env: dict[str, str]) -> bytes:
     return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()).encode()
 
 
-def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode = len(data), 0o644
-    tar.addfile(info, io.BytesIO(data))
-
-
-def _graft(tar: tarfile.TarFile, archive: bytes, prefix: str) -> None:
-    """Every member of `archive` under `prefix` (a tar from the engine or from tar_dir)."""
-    with tarfile.open(fileobj=io.BytesIO(archive)) as src:
-        for info in src:
-            data = src.extractfile(info) if info.isfile() else None
-            info.name = f"{prefix}/{info.name}".lstrip("/")
-            tar.addfile(info, data)
-
-
-def stage_tar(sb: Sandbox, restore: Restore, originals: dict[str, bytes], solution_dir: Path,
-              runs: dict[str, str]) -> bytes:
+def stage_tar(sb: Sandbox, restore: Restore, solution_dir: Path, runs: dict[str, str]) -> bytes:
     """The stage: the image's copies of the restored paths, the solution and tests folders, one `<id>.run` per
     run (its script, relative to the solution folder), the environment files and `reset.sh` (each restored path
     is copied back on its own, so that the folders above it keep their mode and times)."""
     base = STAGE.strip("/")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for path, archive in originals.items():
-            _graft(tar, archive, f"{base}/orig{parent_of(path).rstrip('/')}")
-        _graft(tar, tar_dir(solution_dir, CONTAINER_SOLUTION.strip("/")), base)
-        _graft(tar, sb.tests_tar(CONTAINER_TESTS.strip("/")), base)
+        for path, archive in restore.originals.items():
+            graft(tar, archive, f"{base}/orig{parent_of(path).rstrip('/')}")
+        graft(tar, tar_dir(solution_dir, CONTAINER_SOLUTION.strip("/")), base)
+        graft(tar, sb.tests_tar(CONTAINER_TESTS.strip("/")), base)
         for run_id, script in runs.items():
-            _add(tar, f"{base}/{run_id}.run", script.encode() + b"\n")
-        _add(tar, f"{base}/agent_env.sh", _env_file({**sb.config.solution.env, **AGENT_ENV}))
-        _add(tar, f"{base}/verifier_env.sh", _env_file({**VERIFIER_ENV, **sb.config.verifier.env}))
+            add_file(tar, f"{base}/{run_id}.run", script.encode() + b"\n")
+        add_file(tar, f"{base}/agent_env.sh", _env_file({**sb.config.solution.env, **AGENT_ENV}))
+        add_file(tar, f"{base}/verifier_env.sh", _env_file({**VERIFIER_ENV, **sb.config.verifier.env}))
         wipe = " ".join(shlex.quote(p) for p in [*restore.paths, CONTAINER_SOLUTION, CONTAINER_TESTS])
-        copies = "".join(f'cp -a "$S/orig"{shlex.quote(p)} {shlex.quote(parent_of(p))}/\n' for p in originals)
-        _add(tar, f"{base}/reset.sh", f"rm -rf -- {wipe} {EPHEMERAL} 2>/dev/null\n{REMAKE_LOGS}\n{copies}".encode())
+        copies = "".join(f'cp -a "$S/orig"{shlex.quote(p)} {shlex.quote(parent_of(p))}/\n' for p in restore.originals)
+        add_file(tar, f"{base}/reset.sh", f"rm -rf -- {wipe} {EPHEMERAL} 2>/dev/null\n{REMAKE_LOGS}\n{copies}".encode())
     return buf.getvalue()
 
 
@@ -138,17 +113,14 @@ def run_scripts(sb: Sandbox, image: ImageReader, solution_dir: Path, scripts: li
     names = [*sb.config.solution.env, *sb.config.verifier.env]
     if not all(_SHELL_NAME.fullmatch(k) for k in names):
         return {}, "an environment variable's name is not a shell name: one run at a time"
-    restore = restore_plan(sb, oracle.changes)
-    if restore is None:
-        return {}, "the Oracle changed the toolchain: one run at a time"
-    originals = {p: image.archive(p) for p in restore.restored}
-    if any(a is None for a in originals.values()):
-        return {}, "an output the Oracle modified has no copy in the image: one run at a time"
+    plan = restore_plan(sb.policy, image, oracle.changes)
+    if plan is None:
+        return {}, "the Oracle's outputs cannot be put back from the image (toolchain, or no copy): one run at a time"
+    restore = Restore(tuple(plan[0]), plan[1])
     runs = {f"s{i}": s for i, s in enumerate(scripts)} | {CONTROL: "solve.sh"}
-    sb.trial.put_tar(stage_tar(sb, restore, {p: a for p, a in originals.items() if a}, solution_dir, runs))
+    sb.trial.put_tar(stage_tar(sb, restore, solution_dir, runs))
     solve, verify = timeouts
-    env = {"WD": sb.policy.workdir or "/", "CAP": str(sb.settings.output_cap_bytes),
-           "LIMIT": str(int(verify) + 1), "SLIMIT": str(int(solve) + 1)}
+    env = {**batch_vars(sb, verify), "SLIMIT": str(int(solve) + 1)}
     results = run_batch(sb, list(runs), solve + verify, _SCRIPT, env)
     why = _distrust(sb, restore, results, oracle)
     if why:
