@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # scikit-learn costs seconds at import: loaded when a probe r
     from sklearn.feature_extraction.text import CountVectorizer
 
 
-def _vectorizer() -> CountVectorizer:
+def vectorizer() -> CountVectorizer:
     from sklearn.feature_extraction.text import CountVectorizer
 
     # Words of two or more characters, lower-cased, English stop words dropped: file types ("csv"), tool names
@@ -41,7 +41,7 @@ class SkillIndex:
             raise InputError(ReasonCode.INTERNAL_ERROR, "candidate skills contain a repeated skill_id")
         self.position = {sid: i for i, sid in enumerate(self.skill_ids)}
         self.domains = [s.domain for s in skills]
-        self._analyze = _vectorizer().build_analyzer()
+        self._analyze = vectorizer().build_analyzer()
         # Skills are tokenised once; the token lists feed both the vocabulary and rank-bm25.
         tokens = [self._analyze(s.text_for_retrieval()) for s in skills]
         from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer

@@ -43,6 +43,7 @@ from skill2env_dagster.cli.runner.pool import WorkerInit, WorkerPool
 from skill2env_dagster.cli.runner.progress import ProgressView
 from skill2env_dagster.cli.runner.sources import combine_sources, write_sources
 from skill2env_dagster.cli.runner.tasks_dir import mirror_tasks
+from skill2env_dagster.cli.runner.warm import warm_analytics_imports
 from skill2env_dagster.export.funnel import (
     FailedPartition,
     Funnel,
@@ -190,6 +191,8 @@ class Session:
         todo: list[Work] = [(k, e, plans[k]) for k, e in work if k not in skip]
         log.info("provably fresh: %d of %d partitions; planned from provenance: %d; to ask Dagster about: %d",
                  len(fresh), len(work), sum(p is not None for _, _, p in todo), sum(p is None for _, _, p in todo))
+        if todo:
+            warm_analytics_imports()
         try:
             rest = pool.outcomes(todo) if pool is not None else self._in_process(defs, instance, todo)
             return list(self._progress(store, len(work), _fresh_then(fresh, rest)))
