@@ -83,3 +83,22 @@ def test_the_article_follows_the_column_name():
 
     assert [with_article(w) for w in ("analyte", "key", "item", "unit", "Owner")] == [
         "an analyte", "a key", "an item", "a unit", "an Owner"]
+
+
+def test_generated_sentences_take_the_article_of_their_noun():
+    from skill2env_dagster.tasks.compose.instruction import role
+
+    assert role("operations_lead") == "working as an operations lead"
+    assert role("data_analyst") == "putting together the numbers"
+
+
+def test_the_format_rule_sentence_takes_the_article_of_its_column():
+    from skill2env_dagster.models.blueprint import Predicate
+    from skill2env_dagster.models.knowledge import SourceRef
+    from skill2env_dagster.tasks.shapes.entry_transforms import _fix_semantics
+    from skill2env_dagster.tasks.worlds.entries import EntryWorld
+
+    pred = Predicate(id="R1", kind="format", subject="dates", statement="Dates are ISO 8601.",
+                     params={"convention": "iso_date"}, source=SourceRef(file="SKILL.md", line=1, quote="ISO"))
+    world = EntryWorld(preds=[pred], fields={"R1": "ordered_at_text"}, exempt={}, entries=[], scoped=False)
+    assert _fix_semantics(world)[0].startswith("For R1, an ordered_at_text value that is not in ")

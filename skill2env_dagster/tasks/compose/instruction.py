@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
-from skill2env_dagster.tasks.compose.grammar import salad
+from skill2env_dagster.tasks.compose.grammar import salad, with_article
 
 MAX_WORDS = 280
 COPY_RUN = 8  # this many consecutive words shared with the skill's prose is a paste, not a paraphrase
@@ -58,7 +58,7 @@ def join_words(items: list[str]) -> str:
 
 
 def role(persona: str) -> str:
-    return _ROLE.get(persona, f"working as a {persona.replace('_', ' ')}")
+    return _ROLE.get(persona, f"working as {with_article(persona.replace('_', ' '))}")
 
 
 def _cap(s: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary, Predicate
+from skill2env_dagster.tasks.compose.grammar import with_article
 from skill2env_dagster.tasks.compose.instruction import Slots, join_words
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, exception_bullet, pitfall_bullets, rule_bullet
 from skill2env_dagster.tasks.predicates.entry_rules import FIXABLE_FORMATS, FORMAT_NAMES, fix, violation
@@ -243,8 +244,8 @@ def _fix_semantics(world: EntryWorld) -> list[str]:
         else:
             conv = p.params["convention"]
             keep = {"iso_date": "the same calendar date", "semver": "the same version numbers"}.get(conv, "its words")
-            sem.append(f"For {p.id}, a {world.fields[p.id]} value that is not in {FORMAT_NAMES[conv]} is rewritten "
-                       f"into it, keeping {keep}.")
+            sem.append(f"For {p.id}, {with_article(world.fields[p.id])} value that is not in {FORMAT_NAMES[conv]} is "
+                       f"rewritten into it, keeping {keep}.")
     if world.scoped:
         sem.append("Records whose status is not active are left exactly as they are.")
     if world.invalid():
