@@ -201,6 +201,8 @@ def _matches(rule: CompiledRule, ctx: FileContext):
 def _hit_survives(rule: CompiledRule, ctx: FileContext, i: int, start: int, end: int, matched: str,
                   book: CompiledBook, identity: str) -> bool:
     line = ctx.lines[i]
+    if end - start < len(matched) and i + 1 < len(ctx.lines):
+        line = f"{line} {ctx.lines[i + 1]}"  # the match runs on into the next line: so does what may cancel it
     if rule.unless is not None and rule.unless.search(line):
         return False
     if rule.under_heading is not None and not rule.under_heading.search(ctx.section[i]):
