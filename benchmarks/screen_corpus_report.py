@@ -125,7 +125,8 @@ def _overall(items: list[Item]) -> list[tuple[str, Score, Score]]:
     return [("overall: all codes (micro)", rm, bm), ("overall: screened out", ro, bo)]
 
 
-ROUNDS = {"1-2": lambda n: n < 3, "3": lambda n: n == 3, "5": lambda n: n == 5}  # the set's labelling rounds (its README)
+# the set's labelling rounds (its README)
+ROUNDS = {"1-2": lambda n: n < 3, "3": lambda n: n == 3, "5": lambda n: n == 5}
 
 
 def report_set(half: str, list_errors: bool, source: str | None = None, rounds: str | None = None) -> None:
