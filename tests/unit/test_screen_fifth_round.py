@@ -143,14 +143,13 @@ def test_simulated_or_drawn_devices_are_not_hardware(description):
     assert "hw.description_controls_device" not in rules(found)
 
 
-@pytest.mark.parametrize("line", [
-    'echo | openssl s_client -connect "$domain:443" -servername "$domain"',
-    "dig +short MX quillmail.org",
-    "whois tidewatch.io",
-])
+PROBES = ('echo | openssl s_client -connect "$domain:443" -servername "$domain"', "dig +short MX quillmail.org",
+          "whois tidewatch.io")
+
+
+@pytest.mark.parametrize("line", PROBES)
 def test_probing_a_named_remote_host_is_a_live_service(line):
-    found = screen_text(f"# Domain check\n\n```bash\n{line}\n```\n" + STEPS)
-    assert "live.remote_host_probe" in rules(found, LIVE)
+    assert "live.remote_host_probe" in rules(screen_text(f"# Domain check\n\n```bash\n{line}\n```\n" + STEPS), LIVE)
 
 
 def test_probing_localhost_is_not_a_remote_probe():
