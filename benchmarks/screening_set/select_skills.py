@@ -8,7 +8,9 @@
 The third round (`--round3`, README.md > "Third labelling round") draws NEW skills from two hubs not used before
 (ROUND3_SOURCES) and appends them to entries.yaml: earlier entries are kept verbatim, and a candidate whose folder
 name, frontmatter name or normalised SKILL.md text equals one of an earlier entry is left out, so the round holds
-only skills the rules have never seen. Its entries carry `round: 3`.
+only skills the rules have never seen. Its entries carry `round: 3`. The fifth round (`--round5`, README.md > "Fifth
+round") does the same with two more hubs (ROUND5_SOURCES) and an `accounts` pool (ACCOUNT_WORDS), leaving out skills
+the same as any entry of rounds 1-3; its entries carry `round: 5`.
 
 The selection is deterministic: candidates are ordered by a SHA-256 of (seed, repo, folder), so re-running on the
 same mirrors gives the same entries. Pools (see README.md for why each exists):
