@@ -3,11 +3,14 @@
     .venv/bin/python benchmarks/screening_set/select_skills.py            # print the selection summary
     .venv/bin/python benchmarks/screening_set/select_skills.py --write    # (re)write entries.yaml
     .venv/bin/python benchmarks/screening_set/select_skills.py --round3 [--write]   # the third labelling round
+    .venv/bin/python benchmarks/screening_set/select_skills.py --round5 [--write]   # the fifth labelling round
 
 The third round (`--round3`, README.md > "Third labelling round") draws NEW skills from two hubs not used before
 (ROUND3_SOURCES) and appends them to entries.yaml: earlier entries are kept verbatim, and a candidate whose folder
 name, frontmatter name or normalised SKILL.md text equals one of an earlier entry is left out, so the round holds
-only skills the rules have never seen. Its entries carry `round: 3`.
+only skills the rules have never seen. Its entries carry `round: 3`. The fifth round (`--round5`, README.md > "Fifth
+round") does the same with two more hubs (ROUND5_SOURCES) and an `accounts` pool (ACCOUNT_WORDS), leaving out skills
+the same as any entry of rounds 1-3; its entries carry `round: 5`.
 
 The selection is deterministic: candidates are ordered by a SHA-256 of (seed, repo, folder), so re-running on the
 same mirrors gives the same entries. Pools (see README.md for why each exists):
@@ -92,6 +95,16 @@ ROUND3_SOURCES = (
 )
 ROUND3_POOL_SIZES = {"devices": 10, "security": 10}
 ROUND3_PER_CAMPAIGN = 1
+# Fifth labelling round (added after the fourth tuning round; see README.md): two more hubs not used before, a
+# self-hosting tool hub (local CLIs and servers that name vendors: the eligible-wrongly-screened-out side) and a
+# large ClawHub archive, plus the weak kinds of the fourth round: devices and account/login integrations.
+ROUND5 = 5
+ROUND5_SOURCES = (
+    Source("faahim/openclaw-skills", "fe6dd0f47b0b2e15b360f59925678d462260a29f", 30, pools=True),
+    Source("xldeveloper/openclaw-skills", "72c4b99970d0bb4dc4e062e386772f0d9fc31c47", 30, pools=True),
+)
+ROUND5_POOL_SIZES = {"devices": 12, "security": 6, "accounts": 12}
+ROUND5_PER_CAMPAIGN = 0  # no lure pool: the malicious shape is already well sampled, its weak side is benign text
 
 DEVICE_WORDS = re.compile(
     r"(?i)(^|[-_ /])(hue|philips|home-?assistant|hass|smart-?home|homekit|printer|3d-?print\w*|octoprint|bambu|"
@@ -99,6 +112,13 @@ DEVICE_WORDS = re.compile(
     r"govee|tuya|zigbee|mqtt|esp32|esp8266|arduino|raspberry|rpi|camera|cctv|doorbell|tesla|obd|drone|"
     r"robot|lamp|speaker|tv|roku|chromecast|midi|serial|usb|garmin|fitbit|oura|whoop|sensors?|"
     r"iot|plug|switchbot|eufy|frigate|unifi|ecobee|wled|lifx|elgato|stream-?deck|label-?printer)([-_ /]|$)")
+# Account and login integrations (messaging, SaaS, cloud and deployment CLIs, music, mail) by folder or name.
+ACCOUNT_WORDS = re.compile(
+    r"(?i)(^|[-_ /])(gh|github|gitlab|slack|discord|telegram|whatsapp|imessage|signal|notion|linear|jira|asana|"
+    r"trello|airtable|hubspot|salesforce|stripe|shopify|gmail|outlook|calendar|spotify|twitter|x-api|reddit|"
+    r"linkedin|instagram|youtube|aws|gcloud|azure|vercel|netlify|cloudflare|supabase|firebase|heroku|fly|"
+    r"todoist|dropbox|gdrive|google-\w+|zoom|teams|mastodon|bluesky|twilio|sendgrid|mailchimp|figma|canva)"
+    r"([-_ /]|$)")
 SECURITY_WORDS = re.compile(
     r"(?i)(security|secure|scanner|scan|injection|guard|audit|malware|threat|defen[cs]e|vet|shield|sentinel|"
     r"firewall|antivirus|ioc|sanitiz)")
@@ -214,6 +234,9 @@ def select(sources: tuple[Source, ...] = SOURCES, pool_sizes: dict[str, int] | N
     _fill("security", sizes["security"], pooled, lambda c: bool(SECURITY_WORDS.search(PurePosixPath(c.folder).name)
                                                              or SECURITY_WORDS.search(c.name())) and
           c.campaign is None, take)
+    _fill("accounts", sizes.get("accounts", 0), pooled, lambda c: bool(
+        ACCOUNT_WORDS.search(PurePosixPath(c.folder).name) or ACCOUNT_WORDS.search(c.name())) and
+          c.campaign is None, take)
     per_campaign: Counter[str] = Counter()
     names: set[tuple[str, str]] = set()
     for c in pooled:
@@ -243,12 +266,12 @@ def _keys(c: Candidate) -> set[str]:
     return {f"folder:{PurePosixPath(c.folder).name.lower()}", f"name:{c.name()}", _norm(c.text)}
 
 
-def earlier_keys(entries: list[dict]) -> frozenset[str]:
-    """`_keys` of every entry of rounds before ROUND (their SKILL.md read from the mirrors)."""
+def earlier_keys(entries: list[dict], before: int = ROUND) -> frozenset[str]:
+    """`_keys` of every entry of rounds before `before` (their SKILL.md read from the mirrors)."""
     keys: set[str] = set()
     by_repo: dict[tuple[str, str], list[dict]] = {}
     for e in entries:
-        if e.get("round", 1) < ROUND:
+        if e.get("round", 1) < before:
             by_repo.setdefault((e["repo"], e["commit"]), []).append(e)
     for (repo, commit), es in by_repo.items():
         m = Mirror(repo, commit)
@@ -268,6 +291,12 @@ def select_round3(entries: list[dict]) -> list[dict]:
     """The third round's entries (marked `round: 3`), none the same skill as an earlier entry."""
     new = select(ROUND3_SOURCES, ROUND3_POOL_SIZES, ROUND3_PER_CAMPAIGN, earlier_keys(entries))
     return [{**e, "round": ROUND} for e in new]
+
+
+def select_round5(entries: list[dict]) -> list[dict]:
+    """The fifth round's entries (marked `round: 5`), none the same skill as an entry of rounds 1-3."""
+    new = select(ROUND5_SOURCES, ROUND5_POOL_SIZES, ROUND5_PER_CAMPAIGN, earlier_keys(entries, ROUND5))
+    return [{**e, "round": ROUND5} for e in new]
 
 
 def _fill(pool: str, size: int, pooled: list[Candidate], wanted, take) -> None:
@@ -291,17 +320,23 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help=f"write {ENTRIES_FILE.name}")
     ap.add_argument("--round3", action="store_true",
                     help=f"select the third round and (with --write) append it to {ENTRIES_FILE.name}")
+    ap.add_argument("--round5", action="store_true",
+                    help=f"select the fifth round and (with --write) append it to {ENTRIES_FILE.name}")
     args = ap.parse_args()
     recorded = yaml.safe_load(ENTRIES_FILE.read_text()) if ENTRIES_FILE.exists() else []
     earlier = [e for e in recorded if e.get("round", 1) < ROUND]
-    later = [e for e in recorded if e.get("round", 1) >= ROUND]
+    third = [e for e in recorded if e.get("round", 1) == ROUND]
+    fifth = [e for e in recorded if e.get("round", 1) == ROUND5]
     if args.round3:
-        later = select_round3(earlier)
+        third = select_round3(earlier)
+    elif args.round5:
+        fifth = select_round5(earlier + third)
     else:
         earlier = select()
-    entries = earlier + later
-    shown = later if args.round3 else earlier
-    print(f"{len(entries)} entries; {'third round' if args.round3 else 'rounds 1-2'}: {len(shown)}")
+    entries = earlier + third + fifth
+    shown, what = ((third, "third round") if args.round3 else (fifth, "fifth round") if args.round5
+                   else (earlier, "rounds 1-2"))
+    print(f"{len(entries)} entries; {what}: {len(shown)}")
     for key in ("pool", "repo", "half"):
         print(f"by {key}: {dict(Counter(e[key] for e in shown).most_common())}")
     if args.write:

@@ -261,3 +261,17 @@ def _paragraph_neighbours(ctx: FileContext, i: int, window: int) -> list[str]:
             out.append(ctx.lines[j])
             j += step
     return out
+
+
+SIDE_CHANNEL_LOOKBACK = 3  # lines above a hit searched for an alert comment, within its block
+
+
+def in_side_channel(lines: list[str], i: int, book: CompiledBook) -> bool:
+    """Line i, or one of the lines just above it in the same block (a `# Telegram alerts` comment over an export),
+    names an alert or notification channel."""
+    for k in range(i, max(-1, i - SIDE_CHANNEL_LOOKBACK - 1), -1):
+        if book.side_channel.search(lines[k]):
+            return True
+        if k < i and not lines[k].strip():
+            return False
+    return False

@@ -23,6 +23,7 @@ from skill2env_dagster.skillhub.screen.context import (
     FileContext,
     build_context,
     fenced_line_numbers,
+    in_side_channel,
     reveal_invisible,
     suppressed_as_quotation,
 )
@@ -61,6 +62,8 @@ _SECOND_LEVEL = frozenset({"co", "com", "org", "net", "ac", "gov", "edu"})
 _IDENTITY_STRIP = re.compile(r"[^a-z0-9]+")
 _HEADING_LINE = re.compile(r"(?m)^\s{0,3}#{1,6}\s.*$")
 _HTML_COMMENT = re.compile(r"<!--(.*?)(-->|\Z)", re.DOTALL)
+# codes whose evidence an optional alert channel (a bot token for notifications) must not decide
+_SIDE_CHANNEL_CODES = frozenset({ReasonCode.NEEDS_EXTERNAL_ACCOUNT, ReasonCode.NEEDS_LIVE_SERVICE})
 
 
 class ScreenSettings(BaseModel):
@@ -99,9 +102,11 @@ def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: 
     contexts = [build_context(path, texts[path], book, defensive=defensive) for path in sorted(texts)
                 if texts[path] and not book.skip_files.search(path)]
     requirements = stated_requirements(fm, book)
-    signals = _line_signals(contexts, skill_file, book, identity, off)
+    side = not book.side_channel_skill.search(str(fm.get("name") or ""))
+    signals = _line_signals(contexts, skill_file, book, identity, off, side_channels=side)
     signals += requirement_signals(requirements, texts.get(skill_file, ""), skill_file, book)
-    signals += vocabulary_signals(about, requirements, texts, skill_file, book, defensive=defensive)
+    signals += vocabulary_signals(about, requirements, texts, skill_file, book, defensive=defensive,
+                                  side_channels=side)
     signals += lure_signals(contexts, skill_file, book)
     findings = score(_as_workflow(signals, _run_scripts(texts, skill_file, book)), book)
     findings += _hidden_comment_findings(texts, book)
@@ -123,10 +128,10 @@ def _identity_text(fm: dict, skill_md: str) -> str:
 
 def _run_scripts(texts: dict[str, str], skill_file: str, book: CompiledBook) -> frozenset[str]:
     """Scripts SKILL.md names by path (`python3 scripts/post.py`): the workflow runs them, so what they need the
-    workflow needs. Test fixtures are data, not steps."""
+    workflow needs. Test fixtures are data, not steps; install and setup scripts are set-up, not the workflow."""
     md = texts.get(skill_file, "")
     return frozenset(p for p in texts if p != skill_file and "/" in p and book.code_files.search(p)
-                     and not book.fixture_paths.search(p) and p in md)
+                     and not book.fixture_paths.search(p) and not book.setup_scripts.search(p) and p in md)
 
 
 def _as_workflow(signals: list[Signal], scripts: frozenset[str]) -> list[Signal]:
@@ -138,9 +143,10 @@ def _as_workflow(signals: list[Signal], scripts: frozenset[str]) -> list[Signal]
 
 # ------------------------------------------------------------------------------------------------ line rules
 def _line_signals(contexts: list[FileContext], skill_file: str, book: CompiledBook, identity: str,
-                  off: frozenset[int] = frozenset()) -> list[Signal]:
+                  off: frozenset[int] = frozenset(), *, side_channels: bool = True) -> list[Signal]:
     """A signal for every line-rule hit that survives unless/near/heading/trusted/quotation filters; rules in `off`
-    (switched off by the skill's own name/description) are not run."""
+    (switched off by the skill's own name/description) are not run. With `side_channels`, account and live-service
+    hits in an alert/notification context are dropped (an optional channel, not the workflow)."""
     signals: list[Signal] = []
     for ctx in contexts:
         for k in ctx.active_rules(book):
@@ -151,7 +157,8 @@ def _line_signals(contexts: list[FileContext], skill_file: str, book: CompiledBo
                 continue
             codes = (rule.rule.code, *rule.rule.also_codes)
             weights = [file_weight(ctx.path, skill_file, c, book) for c in codes]
-            for f in _rule_hits_in_file(rule, ctx, book, identity):
+            side = side_channels and all(c in _SIDE_CHANNEL_CODES for c in codes)
+            for f in _rule_hits_in_file(rule, ctx, book, identity, side_channels=side):
                 signals.append(Signal(rule.rule.id, rule.rule.weight, weights[0], f))
                 for code, fw in zip(codes[1:], weights[1:], strict=True):
                     also = f.model_copy(update={"code": code})
@@ -159,10 +166,14 @@ def _line_signals(contexts: list[FileContext], skill_file: str, book: CompiledBo
     return signals
 
 
-def _rule_hits_in_file(rule: CompiledRule, ctx: FileContext, book: CompiledBook, identity: str):
+def _rule_hits_in_file(rule: CompiledRule, ctx: FileContext, book: CompiledBook, identity: str, *,
+                       side_channels: bool = False):
     found = 0
     for i, start, end, matched in _matches(rule, ctx):
         if not _hit_survives(rule, ctx, i, start, end, matched, book, identity):
+            continue
+        if side_channels and (book.side_channel.search(ctx.section[i].rsplit(" / ", 1)[-1])
+                              or in_side_channel(ctx.lines, i, book)):
             continue
         yield Finding(code=rule.rule.code, rule=rule.rule.id, file=ctx.path, line=ctx.orig_line[i],
                       text=_excerpt(ctx.lines[i], start, end))
@@ -190,6 +201,8 @@ def _matches(rule: CompiledRule, ctx: FileContext):
 def _hit_survives(rule: CompiledRule, ctx: FileContext, i: int, start: int, end: int, matched: str,
                   book: CompiledBook, identity: str) -> bool:
     line = ctx.lines[i]
+    if end - start < len(matched) and i + 1 < len(ctx.lines):
+        line = f"{line} {ctx.lines[i + 1]}"  # the match runs on into the next line: so does what may cancel it
     if rule.unless is not None and rule.unless.search(line):
         return False
     if rule.under_heading is not None and not rule.under_heading.search(ctx.section[i]):

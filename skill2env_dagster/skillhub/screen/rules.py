@@ -135,6 +135,15 @@ class ContextSpec(_Strict):
                                       "a defensive identity never turns text there into a quotation.")
     code_files: str = Field(description="Executable code (scripts the agent may run). Other supporting files - docs, "
                             "references, Dockerfiles, configs - weigh scoring.<code>.doc_files when a code sets it.")
+    setup_scripts: str = Field(description="Scripts that install or set up the skill's tools (install.sh, "
+                               "setup.py...): SKILL.md naming one does not make its downloads the workflow's service.")
+    side_channel: str = Field(description="An alert or notification channel: account and live-service evidence on "
+                              "such a line, in such a section or just below such a comment belongs to an optional "
+                              "side channel, not to the main workflow.")
+    side_channel_skill: str = Field(description="A skill whose frontmatter name matches is about messaging or "
+                                    "notifications: for it the side channel is the workflow.")
+    example_line: str = Field(description="A usage example sentence (`**Example:** ...`): products it names "
+                              "illustrate, they are not requirements (vocabulary body mentions).")
 
 
 class CodeScoring(_Strict):
@@ -334,6 +343,10 @@ class CompiledBook:
         self.defensive_identity = _compile(ctx.defensive_identity)
         self.instruction_headings = _compile(ctx.instruction_headings)
         self.code_files = _compile(ctx.code_files)
+        self.setup_scripts = _compile(ctx.setup_scripts)
+        self.side_channel = _compile(ctx.side_channel)
+        self.side_channel_skill = _compile(ctx.side_channel_skill)
+        self.example_line = _compile(ctx.example_line)
         req = book.requirements
         self.requirement_kinds = {kind: _compile(rx) for kind, rx in req.kinds.items()}
         self.requires_key = _compile(req.requires_key)

@@ -13,21 +13,23 @@ import re
 from bisect import bisect_right
 
 from skill2env_dagster.models.skill import Finding
+from skill2env_dagster.skillhub.screen.context import in_side_channel
 from skill2env_dagster.skillhub.screen.requirements import Requirement, frontmatter_line
 from skill2env_dagster.skillhub.screen.rules import CompiledBook, CompiledFamily
 from skill2env_dagster.skillhub.screen.scoring import Signal, file_weight
 
 
 def vocabulary_signals(about: str, requirements: list[Requirement], texts: dict[str, str], skill_file: str,
-                       book: CompiledBook, *, defensive: bool = False) -> list[Signal]:
+                       book: CompiledBook, *, defensive: bool = False, side_channels: bool = False) -> list[Signal]:
     """Signals of every family named by the skill's identity, its required binaries, its body or its commands.
 
     A skill with a defensive identity names products as what it protects or detects, so its body mentions are not
-    evidence; its identity, required binaries and commands still are."""
+    evidence; its identity, required binaries and commands still are. A usage example sentence names products as
+    illustrations; with `side_channels`, a product named as an alert channel is an option, not the workflow."""
     skill_md = texts.get(skill_file, "")
     bins = [r for r in requirements if r.kind == "bins"]
     named = [term for _, term in book.vocabulary_terms.find(about)]
-    body_terms = {} if defensive else _term_lines(texts, skill_file, book)
+    body_terms = {} if defensive else _term_lines(texts, skill_file, book, side_channels=side_channels)
     commands = _command_lines(skill_md, book)
     out: list[Signal] = []
     for fam in book.vocabulary:
@@ -75,9 +77,10 @@ def _required_bins(fam: CompiledFamily, bins: list[Requirement], skill_md: str, 
                     f"{hit.path}: {hit.item}")
 
 
-def _term_lines(texts: dict[str, str], skill_file: str, book: CompiledBook) -> dict[str, list[tuple[int, str, str]]]:
+def _term_lines(texts: dict[str, str], skill_file: str, book: CompiledBook, *,
+                side_channels: bool = False) -> dict[str, list[tuple[int, str, str]]]:
     """path -> [(1-based line, term, line text)] for every vocabulary term in non-skipped text files (SKILL.md's
-    frontmatter excluded)."""
+    frontmatter excluded), except on usage-example lines and (with `side_channels`) in an alert context."""
     out: dict[str, list[tuple[int, str, str]]] = {}
     for path, text in texts.items():
         if book.skip_files.search(path) or not text:
@@ -88,10 +91,19 @@ def _term_lines(texts: dict[str, str], skill_file: str, book: CompiledBook) -> d
         starts = _line_starts(text)
         first_body_line = _frontmatter_end(text) + 1 if path == skill_file else 1  # identity is counted apart
         found = []
+        lines: list[str] | None = None
         for offset, term in hits:
             n = bisect_right(starts, offset)
-            if n >= first_body_line:
-                found.append((n, term, _line(text, starts, n)))
+            line = _line(text, starts, n)
+            if n < first_body_line or book.example_line.search(line):
+                continue
+            if side_channels:
+                lines = lines if lines is not None else text.split("\n")
+                heading = next((ln for ln in reversed(lines[max(0, n - _HEADING_LOOKBACK):n]) if _HEADING.match(ln)),
+                               "")
+                if in_side_channel(lines, n - 1, book) or book.side_channel.search(heading):
+                    continue
+            found.append((n, term, line))
         out[path] = found
     return out
 
@@ -124,6 +136,9 @@ def _body(fam: CompiledFamily, body_terms: dict[str, list[tuple[int, str, str]]]
     fws = {c.value: file_weight(best[1], skill_file, c, book) for c in fam.family.codes}
     return _signals(fam, "body", fam.family.body_weight, best[1], best[2], best[3], fws)
 
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_HEADING_LOOKBACK = 40  # lines searched upwards for the heading a body mention sits under
 
 _SHELL_PREFIX = re.compile(r"^(?:\$\s*|sudo\s+(?:-\S+\s+)*|npx\s+(?:-y\s+)?|bunx\s+|pnpm\s+dlx\s+)+")
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
