@@ -220,13 +220,12 @@ def test_a_deviating_control_reruns_the_mutants_in_fresh_containers(make_task):
 
 
 def test_the_mutant_batch_empties_dev_shm_between_runs(make_task):
-    """A verifier that leaves a mark in /dev/shm and reads its answer elsewhere when it finds one: the batch
-    empties /dev/shm before every run, so the control reproduces the Oracle and the batch stands."""
+    """A verifier that leaves a mark in /dev/shm and writes no reward when it finds one: the batch empties
+    /dev/shm before every run, so each mutant is graded and the control reproduces the Oracle."""
     task = make_task(name="shm-mark")
     test_sh = task / "tests" / "test.sh"
-    test_sh.write_text(test_sh.read_text().replace("answer_file=/app/answer.txt",
-                                                   "[ -e /dev/shm/seen ] && answer_file=/nonexistent\n"
-                                                   "touch /dev/shm/seen\nanswer_file=${answer_file:-/app/answer.txt}"))
+    prologue = "[ -e /dev/shm/seen ] && exit 0\ntouch /dev/shm/seen\n"
+    test_sh.write_text(test_sh.read_text().replace("\n", "\n" + prologue, 1))
     report = gate_task(task, SETTINGS)
     assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
     assert "batched in the Oracle's container" in _check(report, "mutants").evidence
