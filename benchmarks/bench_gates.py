@@ -2,6 +2,7 @@
 `docker` CLI commands doing the same steps.
 
 Usage: .venv/bin/python benchmarks/bench_gates.py [--tasks 20] [--concurrency 2] [--tasks-dir DIR] [--no-floor]
+       [--rounds N]
 Needs the engine, registry and base images (scripts/docker-up.sh; skill2env base-images). Prints figures only.
 
 (1) runs the same tasks twice at the same concurrency: once with every stage (static, Oracle, no-op, wrong.sh,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -62,12 +64,23 @@ def timed_gates(tasks: list[Path], settings: GateSettings) -> tuple[float, list[
     return time.perf_counter() - start, reports
 
 
-def bench_full_vs_baseline(tasks: list[Path], concurrency: int) -> None:
+def bench_full_vs_baseline(tasks: list[Path], concurrency: int, rounds: int = 1) -> None:
+    """With rounds > 1 the two halves alternate (baseline, full, baseline, ...) and the median ratio is printed too:
+    on a shared machine the load moves between two runs by more than most changes save."""
     full_settings = GateSettings(concurrency=concurrency)
     base_settings = GateSettings(concurrency=concurrency, **BASELINE)
     timed_gates(tasks[:2], full_settings)  # warm the image cache and the engine
-    base, base_reports = timed_gates(tasks, base_settings)
-    full, full_reports = timed_gates(tasks, full_settings)
+    ratios = []
+    for i in range(max(1, rounds)):
+        base, base_reports = timed_gates(tasks, base_settings)
+        full, full_reports = timed_gates(tasks, full_settings)
+        ratios.append(full / base)
+        if rounds > 1:
+            print(f"  round {i + 1}: Oracle + no-op {base / len(tasks):.2f} s/task | full gate "
+                  f"{full / len(tasks):.2f} s/task | {full / base:.2f}x")
+    if rounds > 1:
+        print(f"  median full/baseline over {rounds} rounds: {statistics.median(ratios):.2f}x "
+              f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x)")
     verdicts = Counter(f"{r.verdict.value}:{r.reason.value if r.reason else '-'}" for r in full_reports)
     base_bad = [r.task for r in base_reports if r.verdict is not GateVerdict.RETAINED]
     runs = sum(len([a for a in r.mutants if a.status != "not_run"]) for r in full_reports)
@@ -135,11 +148,12 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--tasks-dir", type=Path, help="gate every task folder here instead of the fixture mix")
     ap.add_argument("--no-floor", action="store_true", help="skip the bare docker CLI comparison")
+    ap.add_argument("--rounds", type=int, default=1, help="alternate the two halves this many times (median ratio)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-gates-") as tmp:
         (Path(tmp) / "mix").mkdir()
         tasks = make_tasks(Path(tmp) / "mix", args.tasks, args.tasks_dir)
-        bench_full_vs_baseline(tasks, args.concurrency)
+        bench_full_vs_baseline(tasks, args.concurrency, args.rounds)
         if not args.no_floor:
             bench_floor(Path(tmp) / "floor", min(args.tasks, 16), args.concurrency)
 

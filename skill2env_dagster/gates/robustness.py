@@ -3,12 +3,12 @@
 After the Oracle's own verifier run, its container carries on as the mutant workbench: every output is staged
 once (the Oracle's version and each mutant's changed files) and one exec runs all mutants in turn. Before each:
 leftover processes are reaped, every output is restored from the Oracle's copy and the mutant's changes applied,
-/tests is restored, /tmp and /logs/verifier are emptied; the verifier then runs with the fixed environment. What
-the task's stand-in services recorded of the Oracle's work (copied out for the verifier under /tests/services) is
-mutated like any output: an emptied report beside an intact service journal is not an empty answer. An
-unmutated *control* run closes the batch: when it does not reproduce the Oracle's reward, the batch is discarded
-and every mutant runs again in a fresh container started from the Oracle's committed state; when even a fresh
-container's control deviates (outputs on tmpfs, a nondeterministic verifier), the stage is `skipped` and says why.
+/tests is restored, /tmp, /dev/shm and /logs/verifier are emptied; the verifier then runs with the fixed
+environment. What the task's stand-in services recorded of the Oracle's work (copied out for the verifier under
+/tests/services) is mutated like any output: an emptied report beside an intact service journal is not an empty
+answer. An unmutated *control* run closes the batch: when it does not reproduce the Oracle's reward, the batch is
+discarded and every mutant runs again in a fresh container started from the Oracle's committed state; when even a
+fresh container's control deviates (outputs on tmpfs, a nondeterministic verifier), the stage is `skipped` and says why.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from skill2env_dagster.gates.container import MAX_READ, REAP, tar_dir
 from skill2env_dagster.gates.mutants import Family, Mutant, MutantSet, as_good_as, derive, judge, mean
 from skill2env_dagster.gates.outputs import OutputFile, OutputPlan, OutputUnit
 from skill2env_dagster.gates.reward import Reward
-from skill2env_dagster.gates.sandbox import VERIFIER_ENV, ImageReader, Sandbox, TrialStatus, reward_from
+from skill2env_dagster.gates.sandbox import SCRATCH, VERIFIER_ENV, ImageReader, Sandbox, TrialStatus, reward_from
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import AttemptKind, CheckResult, CheckVerdict, ShortcutAttempt
 from skill2env_dagster.models.task_dir import CONTAINER_TESTS, CONTAINER_VERIFIER_LOGS
@@ -61,7 +61,7 @@ _BATCH = (
     'S=' + STAGE + '\nTO=; command -v timeout >/dev/null 2>&1 && TO="timeout -s KILL $LIMIT"\n'
     'for id in "$@"; do\n'
     + REAP +
-    '  . "$S/clear.sh"\n'  # one rm: every output root, /tests, /tmp's content, /logs/verifier
+    '  . "$S/clear.sh"\n'  # one rm: every output root, /tests, /tmp's and /dev/shm's content, /logs/verifier
     '  cp -a "$S/orig/." "$S/$id/." "$S/tests" / 2>/dev/null\n'  # the Oracle's outputs, the mutant's, the tests
     '  [ -f "$S/$id.del.sh" ] && . "$S/$id.del.sh"\n'
     + VERIFY_FRAME +
@@ -167,7 +167,7 @@ def stage_tar(units: list[OutputUnit], mutants: list[Mutant], tests_dir: Path) -
                 add_file(tar, f"{base}/m{i}{path}", data, modes.get(path, 0o644))
             if m.deletes:
                 add_file(tar, f"{base}/m{i}.del.sh", _rm(m.deletes).encode(), 0o644)
-        clear = _rm([u.root for u in units] + ["/tests", CONTAINER_VERIFIER_LOGS]) + " /tmp/* /tmp/.[!.]* /tmp/..?*"
+        clear = _rm([u.root for u in units] + ["/tests", CONTAINER_VERIFIER_LOGS]) + f" {SCRATCH}"
         add_file(tar, f"{base}/clear.sh", clear.encode() + b"\n", 0o644)
         graft(tar, tar_dir(tests_dir, "tests"), base)
     return buf.getvalue()
@@ -206,6 +206,12 @@ def run_batch(sb: Sandbox, ids: list[str], per_run: float, script: str = _BATCH,
               env: dict[str, str] | None = None) -> dict[str, Run]:
     """Run staged ids in one exec (`script`, the mutants' by default, with `env`, the verifier's by default); a
     run that did not finish (the watchdog) reads as a verifier timeout."""
+    return run_batch_output(sb, ids, per_run, script, env)[0]
+
+
+def run_batch_output(sb: Sandbox, ids: list[str], per_run: float, script: str = _BATCH,
+                     env: dict[str, str] | None = None) -> tuple[dict[str, Run], bytes]:
+    """run_batch, and the exec's output (for marks a script prints besides the frames)."""
     start = time.perf_counter()
     res = sb.trial.sh(script, per_run * len(ids) + 30, _batch_env(sb, per_run) if env is None else env, tuple(ids))
     rewards = parse_batch(res.output)
@@ -217,7 +223,7 @@ def run_batch(sb: Sandbox, ids: list[str], per_run: float, script: str = _BATCH,
             out[i] = Run(TrialStatus.OK if r.ok else TrialStatus.REWARD_UNUSABLE, r, seconds)
         else:
             out[i] = Run(TrialStatus.CONTAINER_DIED if res.died else TrialStatus.VERIFIER_TIMEOUT, Reward(), seconds)
-    return out
+    return out, res.output
 
 
 # --- the stage ---------------------------------------------------------------------------------------------------

@@ -27,12 +27,14 @@ import docker
 import docker.errors
 
 from skill2env_dagster.gates import container as ctr
+from skill2env_dagster.gates.changes import Change
 from skill2env_dagster.gates.images import build_image
 from skill2env_dagster.gates.mutants import mean
 from skill2env_dagster.gates.outputs import plan_outputs
 from skill2env_dagster.gates.reward import all_full, all_zero
 from skill2env_dagster.gates.robustness import MutationInputs, collect_outputs, mutation_stage, service_units
 from skill2env_dagster.gates.sandbox import (
+    WIPE,
     ImageReader,
     Sandbox,
     TrialStatus,
@@ -133,6 +135,8 @@ class _Gate:
     oracle: VerifyOutcome | None = None  # the Oracle's trial (its changes tell a script batch what to reset)
     batched: dict[str, VerifyOutcome] = field(default_factory=dict)  # wrong.sh and cheats run in one exec
     batch_note: str = ""
+    forge: ShortcutAttempt | None = None  # the tamper kit's forge attack, run right after the no-op
+    forge_seconds: float = 0.0
 
     def open_box(self, image: str) -> Sandbox:
         _raise_if_cancelled()
@@ -221,9 +225,9 @@ class _Gate:
 
     def _pristine(self, oracle_ok: bool) -> None:
         """Every run that starts from the image, in one container reset to the image between runs (a fresh
-        container when a reset cannot be verified): the no-op, wrong.sh, the cheats, the tamper kit's forge
-        attacks (a verifier run on an unsolved state, which must stay at the no-op's 0) and, last because they
-        break the container, its plants. A cheat or wrong.sh that passes is confirmed in a fresh container
+        container when a reset cannot be verified): the no-op, the tamper kit's forge attacks (a verifier run
+        on an unsolved state, which must stay at the no-op's 0), wrong.sh, the cheats and, last because they
+        break the container, the kit's plants. A cheat or wrong.sh that passes is confirmed in a fresh container
         before it counts."""
         with self.open_box(self.image) as sb, ImageReader(self.client, self.image, self.settings) as image:
             nop = sb.verify()
@@ -231,7 +235,8 @@ class _Gate:
             nop_check = _judge("nop", nop, all_zero, ReasonCode.NOP_FAILED, ReasonCode.NOP_FAILED, self.timeouts)
             self.checks.append(nop_check)
             baseline_ok = oracle_ok and nop_check.ok
-            self._batch(sb, image, baseline_ok)
+            forged = self._forge(sb, image, baseline_ok)
+            self._batch(sb, image, baseline_ok, forged)
             if self.settings.run_wrong and self.task.wrong_script.is_file():
                 wrong = self._from_image(sb, image, "wrong.sh", lambda o: o.status is TrialStatus.OK
                                          and all_full(o.metrics))
@@ -240,11 +245,32 @@ class _Gate:
                                           ReasonCode.WRONG_SOLUTION_PASSED, ReasonCode.WRONG_SOLUTION_TIMEOUT,
                                           self.timeouts))
             self.cheats_check = self._cheats(sb, image, baseline_ok)
-            self.kit_check = self._kit(sb, image, baseline_ok)
+            self.kit_check = self._kit(sb, baseline_ok)
 
-    def _batch(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> None:
+    def _forge(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> tuple[Change, ...]:
+        """The kit's forge attack from the image's state, right after the no-op: when the engine shows the no-op
+        left the disk as the image has it, only the tmpfs mounts are wiped, in the attack's own exec (what a
+        reset would do, without its round trips); else after a verified reset, else in a fresh container.
+        Returns what the attack changed in `sb`, which the script batch then resets too."""
+        if not (self.settings.tamper_kit and baseline_ok):
+            return ()
+        _raise_if_cancelled()
+        start = time.perf_counter()
+        changes: tuple[Change, ...] = ()
+        if self.reuse and sb.untouched():
+            self.forge, changes = run_forge(sb, self.task.tests_dir, WIPE)
+        elif self.reuse and sb.reset(image):
+            self.forge, changes = run_forge(sb, self.task.tests_dir)
+        else:
+            with self.open_box(self.image) as fresh:
+                self.forge, _ = run_forge(fresh, self.task.tests_dir)
+        self.forge_seconds = time.perf_counter() - start
+        return changes
+
+    def _batch(self, sb: Sandbox, image: ImageReader, baseline_ok: bool, forged: tuple[Change, ...]) -> None:
         """wrong.sh and the cheats in one exec (script_batch.py), when the Oracle and no-op passed, the container
-        resets and the task has no stand-in service; their outcomes then stand in for one run each."""
+        resets and the task has no stand-in service; their outcomes then stand in for one run each. The batch
+        resets what the forge attack changed as well as the Oracle's paths."""
         scripts = [self._rel(s) for s in self.task.cheat_scripts() if self.settings.run_cheats]
         if self.settings.run_wrong and self.task.wrong_script.is_file():
             scripts.insert(0, self.task.wrong_script.name)
@@ -252,7 +278,7 @@ class _Gate:
             return
         _raise_if_cancelled()
         self.batched, self.batch_note = run_scripts(sb, image, self.task.solution_dir, scripts, self.oracle,
-                                                    self.timeouts)
+                                                    self.timeouts, forged)
 
     def _rel(self, script: Path) -> str:
         """A solution script's name as the batch and the report know it (relative to solution/)."""
@@ -300,20 +326,16 @@ class _Gate:
                            reason=ReasonCode.SHORTCUT_PASSED if failed else None, evidence=evidence[:4000],
                            seconds=round(time.perf_counter() - start + batched, 4))
 
-    def _kit(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> CheckResult:
+    def _kit(self, sb: Sandbox, baseline_ok: bool) -> CheckResult:
         if not self.settings.tamper_kit:
             return _skipped("tamper_kit", "tamper kit turned off")
         if not baseline_ok:
             return _skipped("tamper_kit", "the Oracle or no-op gate failed first")
         _raise_if_cancelled()
         start = time.perf_counter()
-        if self.reuse and sb.reset(image):
-            forge = run_forge(sb, self.task.tests_dir)
-        else:
-            with self.open_box(self.image) as fresh:
-                forge = run_forge(fresh, self.task.tests_dir)
-        self.report.tamper = [forge, *run_plants(sb, self.task.tests_dir)]
-        return kit_check(self.report.tamper, time.perf_counter() - start)
+        plants = run_plants(sb, self.task.tests_dir)
+        self.report.tamper = [*([self.forge] if self.forge else []), *plants]
+        return kit_check(self.report.tamper, time.perf_counter() - start + self.forge_seconds)
 
 
 def _passes(o: VerifyOutcome, name: str, threshold: float) -> bool:

@@ -73,8 +73,11 @@ VERIFIER_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 VERIFIER_LOG = f"{CONTAINER_VERIFIER_LOGS}/test-stdout.txt"
 # What a run leaves on the tmpfs mounts, which the engine's view of changes cannot see: emptied between runs that
 # share a container (then /logs/agent and /logs/verifier are made again).
-EPHEMERAL = "/tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /logs/*"
+SCRATCH = "/tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?*"
+EPHEMERAL = f"{SCRATCH} /logs/*"
 REMAKE_LOGS = "mkdir -p /logs/agent /logs/verifier"
+# The tmpfs part of a reset, for a container whose disk the engine shows unchanged (see Sandbox.untouched).
+WIPE = f"rm -rf {EPHEMERAL} 2>/dev/null; {REMAKE_LOGS}\n"
 # Empty the reward folder (a forged reward.txt/json, or a symlink in place of the folder, goes with it).
 CLEAN = f"rm -rf {CONTAINER_VERIFIER_LOGS}; mkdir -p {CONTAINER_VERIFIER_LOGS}\n"
 # Print `<path>\n<bytes>` of the reward file (json wins over txt, as in Harbor), or nothing.
@@ -309,6 +312,14 @@ class Sandbox:
         self._settled, self.collected = None, {}
         self.trial.restart_services()
         return all(c.kind is ChangeKind.MODIFIED and any(is_under(c.path, r) for r in restore) for c in after)
+
+    def untouched(self) -> bool:
+        """After a verify: the engine's fast view shows no change on disk, so what a reset() would still do is
+        WIPE (tmpfs), which the caller runs in its next exec instead of a round trip of its own. False for a
+        task with stand-in services (a reset restarts them) and without the fast view."""
+        if self.dirty or self.trial.services or not self.settings.read_upper_dir or not fast_view(self.trial.box):
+            return False
+        return not engine_changes(self.trial.box)
 
     def commit(self) -> str:
         """Snapshot the container's filesystem (tmpfs mounts excluded) as an image; the caller removes it."""

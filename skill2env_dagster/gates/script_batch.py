@@ -4,10 +4,13 @@ Why: run one at a time, each script costs about 0.75 s of engine round trips (re
 solution in, run, reap, read the changes, copy the tests in, verify) for 0.1–0.2 s of work; the cheats were the
 largest share of a demo task's gate (4–5 of them per task). In one exec each run costs what it does.
 
-Between runs the batch puts the container back to the image's state where the Oracle showed the outputs live:
-every top-level path the Oracle added is removed, every one it modified or deleted is restored from the image's
-copy, /solution, /tests and the tmpfs mounts (/tmp, /dev/shm, /logs) are emptied, and leftover processes are
-reaped (before the run and again before its verifier). The script runs like `run_solution` ([solution].env,
+Between runs the batch puts the container back to the image's state where the Oracle showed the outputs live
+(and where the tamper kit's forge attack, run before the batch, wrote its modules): every top-level path the
+Oracle added is removed, every one it modified or deleted is restored from the image's copy, /solution, /tests
+and the tmpfs mounts (/tmp, /dev/shm, /logs) are emptied, and leftover processes are reaped (before the run and
+again before its verifier). The stage itself is writable by the scripts it runs, so before every verifier run its
+digest (every file's sha256, and the names of what is not a file) must still be the one the host computed;
+otherwise the batch stops and every script runs one at a time. The script runs like `run_solution` ([solution].env,
 working directory, its own time limit), then the verifier like `Sandbox.verify` ([verifier].env, a time limit, the
 reward read back).
 
@@ -21,16 +24,26 @@ Tasks with stand-in services never batch: their services' state cannot be reset 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 import shlex
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill2env_dagster.gates.changes import engine_changes, is_under, parent_of
+from skill2env_dagster.gates.changes import Change, engine_changes, is_under, parent_of
 from skill2env_dagster.gates.container import REAP, tar_dir
-from skill2env_dagster.gates.robustness import VERIFY_FRAME, Run, add_file, batch_vars, graft, reproduces, run_batch
+from skill2env_dagster.gates.robustness import (
+    VERIFY_FRAME,
+    Run,
+    add_file,
+    batch_vars,
+    graft,
+    reproduces,
+    run_batch_output,
+)
 from skill2env_dagster.gates.sandbox import (
     AGENT_ENV,
     EPHEMERAL,
@@ -47,6 +60,12 @@ from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, CONTAINER_TEST
 STAGE = "/.s2e-scripts"
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the batch exports the environments with `export NAME=...`
 CONTROL = "control"
+STAGE_CHANGED = "@@S2E-STAGE-CHANGED"  # printed (and the batch stops) when a run changed the stage
+# The stage's digest as the container sees it: `sha256sum` of every regular file, the names of everything else that
+# is not a folder, sorted bytewise, hashed again (stage_digest computes the same on the host). No sha256sum in the
+# image, or an odd file name it escapes, reads as a changed stage: one run at a time.
+_DIGEST = ('(cd "$S" && find . -type f -exec sha256sum {} + && find . ! -type d ! -type f) 2>/dev/null'
+           ' | LC_ALL=C sort | sha256sum')
 _SCRIPT = (
     'S=' + STAGE + '\nTO=; TS=\n'
     'if command -v timeout >/dev/null 2>&1; then TO="timeout -s KILL $LIMIT"; TS="timeout -s KILL $SLIMIT"; fi\n'
@@ -57,7 +76,8 @@ _SCRIPT = (
     '  (cd "$WD" 2>/dev/null; . "$S/agent_env.sh"; exec $TS "' + CONTAINER_SOLUTION + '/$run")'
     ' >/dev/null 2>&1 </dev/null\n'
     + REAP +
-    f'  rm -rf {CONTAINER_SOLUTION} {CONTAINER_VERIFIER_LOGS}; cp -a "$S/tests" /\n'
+    f'  [ "$( {_DIGEST})" = "$SD  -" ] || {{ printf "\\n{STAGE_CHANGED} %s\\n" "$id"; exit 0; }}\n'
+    f'  rm -rf {CONTAINER_SOLUTION} {CONTAINER_VERIFIER_LOGS} {CONTAINER_TESTS}; cp -a "$S/tests" /\n'
     + VERIFY_FRAME +
     'done\n'
 )
@@ -100,6 +120,21 @@ def stage_tar(sb: Sandbox, restore: Restore, solution_dir: Path, runs: dict[str,
     return buf.getvalue()
 
 
+def stage_digest(stage: bytes) -> str:
+    """What _DIGEST prints in the container for an untouched stage (without its trailing "  -")."""
+    base = STAGE.strip("/") + "/"
+    lines = []
+    with tarfile.open(fileobj=io.BytesIO(stage)) as tar:
+        for info in tar:
+            rel = "./" + info.name.removeprefix(base)
+            if info.isfile():
+                data = tar.extractfile(info)
+                lines.append(f"{hashlib.sha256(data.read() if data else b'').hexdigest()}  {rel}".encode())
+            elif not info.isdir():
+                lines.append(rel.encode())
+    return hashlib.sha256(b"".join(line + b"\n" for line in sorted(lines))).hexdigest()
+
+
 def _stray(sb: Sandbox, restore: Restore) -> list[str]:
     """Changes the engine sees outside the paths the batch resets and its own stage."""
     allowed = [*restore.paths, STAGE, CONTAINER_SOLUTION, CONTAINER_TESTS]
@@ -108,20 +143,27 @@ def _stray(sb: Sandbox, restore: Restore) -> list[str]:
 
 
 def run_scripts(sb: Sandbox, image: ImageReader, solution_dir: Path, scripts: list[str], oracle: VerifyOutcome,
-                timeouts: tuple[float, float]) -> tuple[dict[str, VerifyOutcome], str]:
-    """({script: outcome} for every script, or {} when the batch cannot be trusted; why, for the report)."""
+                timeouts: tuple[float, float], earlier: Sequence[Change] = ()) -> tuple[dict[str, VerifyOutcome], str]:
+    """({script: outcome} for every script, or {} when the batch cannot be trusted; why, for the report).
+    `earlier`: what runs before the batch changed in `sb` (the forge attack), reset before each run too."""
     names = [*sb.config.solution.env, *sb.config.verifier.env]
     if not all(_SHELL_NAME.fullmatch(k) for k in names):
         return {}, "an environment variable's name is not a shell name: one run at a time"
-    plan = restore_plan(sb.policy, image, oracle.changes)
+    plan = restore_plan(sb.policy, image, [*oracle.changes, *earlier])
     if plan is None:
-        return {}, "the Oracle's outputs cannot be put back from the image (toolchain, or no copy): one run at a time"
+        return {}, ("the Oracle's (or the forge attack's) changes cannot be put back from the image (toolchain, or no "
+                    "copy): one run at a time")
     restore = Restore(tuple(plan[0]), plan[1])
     runs = {f"s{i}": s for i, s in enumerate(scripts)} | {CONTROL: "solve.sh"}
-    sb.trial.put_tar(stage_tar(sb, restore, solution_dir, runs))
+    stage = stage_tar(sb, restore, solution_dir, runs)
+    sb.trial.put_tar(stage)
     solve, verify = timeouts
-    env = {**batch_vars(sb, verify), "SLIMIT": str(int(solve) + 1)}
-    results = run_batch(sb, list(runs), solve + verify, _SCRIPT, env)
+    env = {**batch_vars(sb, verify), "SLIMIT": str(int(solve) + 1), "SD": stage_digest(stage)}
+    results, output = run_batch_output(sb, list(runs), solve + verify, _SCRIPT, env)
+    changed = re.search(rf"\n{STAGE_CHANGED} (\S+)\n".encode(), output)
+    if changed:
+        at = runs.get(changed.group(1).decode(errors="replace"), "?")
+        return {}, f"the batch's stage changed (seen before the verifier of {at}): one run at a time"
     why = _distrust(sb, restore, results, oracle)
     if why:
         return {}, why

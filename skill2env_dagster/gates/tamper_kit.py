@@ -3,8 +3,8 @@
 - `forge` (needs a verifier run): write reward.txt and reward.json, keep re-forging them from a detached process
   (setsid, double fork, deaf to TERM/HUP/INT), and plant stdlib-named modules (json.py, csv.py, …, plus every
   module the tests' Python files import) in the working directory, each of which forges the reward on import.
-  One sandbox carries all three (the runner uses the no-op's, after the no-op); the verify step must still give
-  reward 0, as the no-op did.
+  One sandbox carries all three (the runner uses the no-op's, right after the no-op, before the scripts); the
+  verify step must still give reward 0, as the no-op did.
 - `plant` (judged from the engine's view, no verifier run needed): shadow every tool and interpreter tests/ calls,
   both in PATH directories that come earlier and at the resolved path itself; plant sitecustomize.py,
   usercustomize.py and a .pth file where each Python on PATH looks; write /etc/ld.so.preload and a file under
@@ -22,7 +22,7 @@ import re
 import time
 from pathlib import Path
 
-from skill2env_dagster.gates.changes import leaves
+from skill2env_dagster.gates.changes import Change, leaves
 from skill2env_dagster.gates.mutants import mean
 from skill2env_dagster.gates.reward import all_zero
 from skill2env_dagster.gates.sandbox import Sandbox, TrialStatus
@@ -152,20 +152,24 @@ def _skipped_attempt(name: str, evidence: str, seconds: float) -> ShortcutAttemp
                            seconds=round(seconds, 4))
 
 
-def run_forge(sb: Sandbox, tests_dir: Path) -> ShortcutAttempt:
-    """In a fresh sandbox: forge the reward three ways, then the normal verify; the reward must be 0."""
+def run_forge(sb: Sandbox, tests_dir: Path, prelude: str = "") -> tuple[ShortcutAttempt, tuple[Change, ...]]:
+    """In a sandbox in the image's state (after `prelude`, run in the same exec: sandbox.WIPE when the caller
+    skipped a reset): forge the reward three ways, then the normal verify; the reward must be 0. Also returns
+    what the attack changed on disk (a later reset of this container must undo it)."""
     start = time.perf_counter()
     mods = " ".join(python_modules(tests_dir))
-    res = sb.run(FORGE, 30, env={"MODS": mods, "WD": sb.policy.workdir or "/tmp"})
+    res = sb.run(prelude + FORGE, 30, env={"MODS": mods, "WD": sb.policy.workdir or "/tmp"})
     outcome = sb.verify()
     seconds = time.perf_counter() - start
     what = f"reward.txt/json forged, a detached re-forger, forging modules in the working directory ({mods})"
     if res.timed_out or res.died or b"forged" not in res.output:
-        return _skipped_attempt("forge", f"{what}: the attack did not run ({outcome.describe()})", seconds)
+        attempt = _skipped_attempt("forge", f"{what}: the attack did not run ({outcome.describe()})", seconds)
+        return attempt, outcome.changes
     metrics = outcome.metrics
     failed = outcome.status is TrialStatus.OK and not all_zero(metrics)
     verdict = "the forged reward came through" if failed else f"reward 0 ({outcome.describe()})"
-    return _attempt("forge", "forge", failed, outcome.status.value, f"{what}: {verdict}", seconds, metrics)
+    attempt = _attempt("forge", "forge", failed, outcome.status.value, f"{what}: {verdict}", seconds, metrics)
+    return attempt, outcome.changes
 
 
 def run_plants(sb: Sandbox, tests_dir: Path) -> list[ShortcutAttempt]:

@@ -90,6 +90,27 @@ def test_a_script_writing_outside_the_outputs_makes_the_batch_run_one_at_a_time(
     assert "a batched run changed A /root/scratch.txt" in cheats.evidence and "reset between runs" in cheats.evidence
 
 
+def test_a_script_editing_the_batch_stage_makes_the_batch_run_one_at_a_time(make_task):
+    """The stage is writable by the scripts it runs: a cheat that swaps the staged test.sh for one that never
+    rewards, and a later one that puts it back before the closing control run, would hide every pass in between
+    (here a right solution). The stage's digest, checked before each verifier, stops the batch at the first
+    change and the scripts run one at a time, where the right solution is caught."""
+    task = make_task(base="good_script", name="batch_stage")
+    stage = "/.s2e-scripts/tests"
+    _add_cheat(task, "a_stage.sh", f"cp {stage}/test.sh /.s2e-scripts/keep\n"
+               f"printf '#!/bin/sh\\nexit 0\\n' > {stage}/test.sh\n")
+    _add_cheat(task, "c_restore.sh", f"[ -f /.s2e-scripts/keep ] && mv /.s2e-scripts/keep {stage}/test.sh\ntrue\n")
+    report = gate_task(task, SETTINGS)
+    cheats = _check(report, "cheats")
+    assert report.verdict is GateVerdict.RETAINED and cheats.verdict is CheckVerdict.PASS, cheats
+    assert "the batch's stage changed (seen before the verifier of cheats/a_stage.sh)" in cheats.evidence, cheats
+    assert "reset between runs" in cheats.evidence
+    _add_cheat(task, "b_right.sh", (task / "solution" / "solve.sh").read_text().split("\n", 1)[1])
+    report = gate_task(task, SETTINGS)
+    assert (report.verdict, report.reason) == (GateVerdict.REJECTED, ReasonCode.SHORTCUT_PASSED)
+    assert _attempt(report, "cheats/b_right.sh").verdict is CheckVerdict.FAIL
+
+
 def test_tree_output_loses_reward_when_a_file_is_deleted(make_task):
     report = gate_task(make_task(base="good_tree"), SETTINGS)
     deleted = _attempt(report, "delete_file:/app/by_region")
@@ -195,4 +216,17 @@ def test_a_deviating_control_reruns_the_mutants_in_fresh_containers(make_task):
     report = gate_task(task, SETTINGS)
     assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
     assert "fresh container" in _check(report, "mutants").evidence
+    assert _attempt(report, "perturb_numbers:/app/answer.txt").metrics == {"format": 1.0, "correct": 0.0}
+
+
+def test_the_mutant_batch_empties_dev_shm_between_runs(make_task):
+    """A verifier that leaves a mark in /dev/shm and writes no reward when it finds one: the batch empties
+    /dev/shm before every run, so each mutant is graded and the control reproduces the Oracle."""
+    task = make_task(name="shm-mark")
+    test_sh = task / "tests" / "test.sh"
+    prologue = "[ -e /dev/shm/seen ] && exit 0\ntouch /dev/shm/seen\n"
+    test_sh.write_text(test_sh.read_text().replace("\n", "\n" + prologue, 1))
+    report = gate_task(task, SETTINGS)
+    assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
+    assert "batched in the Oracle's container" in _check(report, "mutants").evidence
     assert _attempt(report, "perturb_numbers:/app/answer.txt").metrics == {"format": 1.0, "correct": 0.0}
