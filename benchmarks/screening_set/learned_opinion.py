@@ -42,21 +42,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evaluate import CRED_OR_LIVE, Item, load_items, missing_mirrors, screen_items, targets
 
+from skill2env_dagster.skillhub.config import CrawlSettings
+from skill2env_dagster.skillhub.screen import learned
+from skill2env_dagster.skillhub.screen.engine import ScreenSettings
+
 TARGETS = ("credentials_or_live_recall", "hardware_recall", "malicious_recall", "malicious_false_positive_rate",
            "eligible_wrongly_screened_out")
-MAX_CHARS = 20_000  # the head of SKILL.md: set-up sections come first, long reference tails add noise
 ROUND_GROUPS = {1: "1-2", 2: "1-2", 3: "3", 5: "5"}
 
 
 # ---------------------------------------------------------------------------------------------- features
 def document(item: Item) -> str:
-    """What the classifier reads: name, description, the frontmatter as YAML, the file names and SKILL.md's body."""
+    """The crawl's document for the classifier (screen/learned.py `document`), from the item's record."""
     rec = item.record
     if rec is None:
         return ""
-    fm = yaml.safe_dump(rec.frontmatter, allow_unicode=True, sort_keys=True) if rec.frontmatter else ""
-    files = " ".join(f.rel_path for f in rec.files)
-    return f"{rec.name or ''}\n{rec.description or ''}\n{fm}\nFILES {files}\n{rec.body[:MAX_CHARS]}"
+    return learned.document(rec.name, rec.description, rec.frontmatter, [f.rel_path for f in rec.files], rec.body)
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ class Model:
         if design.char:
             self.vecs.append(TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True,
                                              max_features=80_000))
-        self.clf = LogisticRegression(C=design.c, class_weight="balanced", solver="liblinear", max_iter=2000)
+        self.clf = LogisticRegression(C=design.c, class_weight="balanced", solver="liblinear", max_iter=2000,
+                                      random_state=0)
 
     def _x(self, docs: list[str], fit: bool = False):
         return hstack([v.fit_transform(docs) if fit else v.transform(docs) for v in self.vecs]).tocsr()
@@ -141,9 +143,9 @@ def combined(item: Item, p: float, model: Model | None, how: Combine) -> frozens
         rules = cred_live_rules(item)
         if len(rules) <= how.max_rules and not any(r.startswith("req.") for r in rules):
             got -= CRED_OR_LIVE
-    elif not rules_say and how.high is not None and p >= how.high:
-        if model is None or item.record is None or model.evidence(item.record.body, +1) is not None:
-            got.add("needs_live_service")
+    elif (not rules_say and how.high is not None and p >= how.high
+          and (model is None or item.record is None or model.evidence(item.record.body, +1) is not None)):
+        got.add("needs_live_service")
     return frozenset(got)
 
 
@@ -176,6 +178,8 @@ def fold_of(item: Item, scheme: str) -> str:
 
 
 GROUPS: dict[str, str] = {}
+# the rules' own verdicts: the crawl with the learned opinion switched off
+RULES_ONLY = CrawlSettings(screen=ScreenSettings(learned_opinion=False))
 
 
 def out_of_fold(items: list[Item], design: Design, scheme: str) -> np.ndarray:
@@ -198,6 +202,15 @@ COMBINES = (
 )
 
 
+def alone(pp: dict[str, float]) -> Callable[[Item], frozenset[str]]:
+    """The classifier alone at 0.5 decides the cred/live codes; the rules' other codes stay."""
+    return lambda i: (i.got - CRED_OR_LIVE) | (CRED_OR_LIVE if pp[i.id] >= 0.5 else frozenset())
+
+
+def with_opinion(pp: dict[str, float], how: Combine, model: Model | None = None) -> Callable[[Item], frozenset[str]]:
+    return lambda i: combined(i, pp[i.id], model, how)
+
+
 def cross_validate(items: list[Item]) -> None:
     y = np.array([positive(i) for i in items])
     print(HEADER)
@@ -208,13 +221,11 @@ def cross_validate(items: list[Item]) -> None:
             p = out_of_fold(items, design, scheme)
             auc = roc_auc_score(y, p)
             acc = float(np.mean((p >= 0.5) == y))
-            alone = figures(items, lambda i, pp=dict(zip([x.id for x in items], p, strict=True)):
-                            (i.got - CRED_OR_LIVE) | (CRED_OR_LIVE if pp[i.id] >= 0.5 else frozenset()))
-            print(f"\n{design.name}: AUC {auc:.3f}, accuracy at 0.5 {acc:.3f}")
-            print(fmt_row("  classifier alone at 0.5 (cred/live codes)", alone))
             pp = dict(zip([x.id for x in items], p, strict=True))
+            print(f"\n{design.name}: AUC {auc:.3f}, accuracy at 0.5 {acc:.3f}")
+            print(fmt_row("  classifier alone at 0.5 (cred/live codes)", figures(items, alone(pp))))
             for how in COMBINES:
-                print(fmt_row(f"  {how.label()}", figures(items, lambda i, h=how: combined(i, pp[i.id], None, h))))
+                print(fmt_row(f"  {how.label()}", figures(items, with_opinion(pp, how))))
 
 
 # ---------------------------------------------------------------------------------------------- final
@@ -236,10 +247,8 @@ def final(tune: list[Item], test: list[Item]) -> None:
           f"{float(np.mean((p >= 0.5) == y)):.3f}")
     print(HEADER)
     print(fmt_row("rules (test half)", figures(test, lambda i: i.got)))
-    print(fmt_row("rules + learned opinion (test half)",
-                  figures(test, lambda i: combined(i, pp[i.id], model, FROZEN_COMBINE))))
-    alone = figures(test, lambda i: (i.got - CRED_OR_LIVE) | (CRED_OR_LIVE if pp[i.id] >= 0.5 else frozenset()))
-    print(fmt_row("classifier alone at 0.5 (cred/live codes)", alone))
+    print(fmt_row("rules + learned opinion (test half)", figures(test, with_opinion(pp, FROZEN_COMBINE, model))))
+    print(fmt_row("classifier alone at 0.5 (cred/live codes)", figures(test, alone(pp))))
     changed = [i for i in test if combined(i, pp[i.id], model, FROZEN_COMBINE) != i.got]
     right = sum(bool(combined(i, pp[i.id], model, FROZEN_COMBINE) & CRED_OR_LIVE) == bool(positive(i))
                 for i in changed)
@@ -258,9 +267,9 @@ def main() -> None:
     if absent:
         print(f"skipped: no local mirror for {', '.join(absent)} under $S2E_MIRROR_DIR (default /work/.mirror)")
         return
-    screen_items(tune)
+    screen_items(tune, RULES_ONLY)
     if args.final:
-        screen_items(test)
+        screen_items(test, RULES_ONLY)
         final(tune, test)
     else:
         cross_validate(tune)
