@@ -112,3 +112,22 @@ def test_weights_are_part_of_the_crawl_code_version() -> None:
 def test_respects_the_stand_in_waiver() -> None:
     found = [_finding(ReasonCode.STANDIN_POSSIBLE, "standin_possible")]
     assert revise(found, "api key token", "Export the API key token first.", "", "SKILL.md", _tiny(0.5)) == found
+
+
+def test_crawl_wiring_on_the_bundled_examples(examples_dir) -> None:
+    """Switched on in the crawl: malicious and harmful verdicts as without it, the stand-in waiver kept, and every
+    verdict the opinion adds or clears carries a line of SKILL.md."""
+    from skill2env_dagster.skillhub.config import CrawlSettings
+    from skill2env_dagster.skillhub.crawl import crawl_paths
+    from skill2env_dagster.skillhub.screen.engine import ScreenSettings
+
+    def crawl(on: bool) -> dict:
+        settings = CrawlSettings(screen=ScreenSettings(learned_opinion=on))
+        return {r.rel_path: r for r in crawl_paths([examples_dir], settings).records}
+
+    off, on = crawl(False), crawl(True)
+    severe = {ReasonCode.MALICIOUS, ReasonCode.HARMFUL}
+    assert {k: set(r.reasons) & severe for k, r in on.items()} == {k: set(r.reasons) & severe for k, r in off.items()}
+    assert ReasonCode.STANDIN_POSSIBLE in {f.code for f in on["inventory-api-client"].findings}
+    learned = [f for r in on.values() for f in r.findings if f.rule in (RULE_ADD, RULE_CLEAR)]
+    assert learned and all(f.line > 0 and f.text.startswith("p=") for f in learned)
