@@ -12,9 +12,14 @@ Last measured (fifth round, test half of 355; tune half of 334 in brackets): cre
 (92.1%), goal >= 85, missed by 9.0 points; hardware recall 82.6% (95.7%), goal >= 80, met; malicious recall 92.9%
 (100%), goal >= 95, missed by one skill; malicious false positives among benign 1.3% (0.0%), goal <= 1, missed (4 of
 313, at most 3 allowed); eligible wrongly screened out 23.5% (6.8%), goal <= 10, missed by 13.5 points. Before the
-round (fourth-round rules), on the same 355: 76.4%, 82.6%, 92.9%, 1.3%, 24.5%.
+round (fourth-round rules), on the same 355: 76.4%, 82.6%, 92.9%, 1.3%, 24.5%. With --learned (the sixth round's
+learned opinion, off by default): 86.5%, 82.6%, 92.9%, 1.3%, 18.6% (the set's README > Learned second opinion).
 
     .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5] [--list-test]
+        [--learned]
+
+--learned switches on the learned second opinion (screen/learned.py, off by default; learned_opinion.py is the
+experiment that chose it). Its tune half is the classifier's training data, so only its test-half figures count.
 
 Without --set: the shared corpus, as follows.
 
@@ -28,6 +33,7 @@ Rules are developed looking at the `dev` half only; the `held-out` figures are t
 held-out errors are listed only with --list-held-out (so a rule author does not look at them by accident).
 
     .venv/bin/python benchmarks/screen_corpus_report.py [--corpus ../shared/corpus] [--show CODE] [--list-held-out]
+        [--learned]
 """
 
 from __future__ import annotations
@@ -44,7 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "screening_set"))
 
 from evaluate import CODES, Item, Score, load_items, missing_mirrors, score, screen_items, targets
 
+from skill2env_dagster.skillhub.config import CrawlSettings
 from skill2env_dagster.skillhub.parse import parse_skill_md
+from skill2env_dagster.skillhub.screen import learned
 from skill2env_dagster.skillhub.screen.engine import BLOCKING_CODES, ScreenSettings, screen_skill
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,7 +137,8 @@ def _overall(items: list[Item]) -> list[tuple[str, Score, Score]]:
 ROUNDS = {"1-2": lambda n: n < 3, "3": lambda n: n == 3, "5": lambda n: n == 5}
 
 
-def report_set(half: str, list_errors: bool, source: str | None = None, rounds: str | None = None) -> None:
+def report_set(half: str, list_errors: bool, source: str | None = None, rounds: str | None = None,
+               learned_on: bool = False) -> None:
     items = [i for i in load_items(None if half == "all" else half)
              if source in (None, i.repo) and (rounds is None or ROUNDS[rounds](i.round))]
     absent = missing_mirrors(items)
@@ -137,10 +146,11 @@ def report_set(half: str, list_errors: bool, source: str | None = None, rounds: 
         print(f"screening set skipped: no local mirror for {', '.join(absent)} under $S2E_MIRROR_DIR "
               "(default /work/.mirror); fetch those repositories to run it")
         return
-    seconds = screen_items(items)
+    seconds = screen_items(items, CrawlSettings(screen=ScreenSettings(learned_opinion=learned_on)))
     unreadable = [i.id for i in items if i.record is None or not i.record.body]
     only = "".join(f" ({x} only)" for x in (source, rounds and f"round {rounds}") if x)
-    print(f"screening set{only}, {half} half: {len(items)} skills crawled in {seconds:.2f} s "
+    mode = " (rules + learned opinion)" if learned_on else ""
+    print(f"screening set{only}, {half} half{mode}: {len(items)} skills crawled in {seconds:.2f} s "
           f"({len(items) / seconds:.0f} skills/s incl. bundle, parse, dedup)")
     if unreadable:
         print(f"  {len(unreadable)} entries have no readable SKILL.md body in the mirrors: {unreadable[:5]}")
@@ -178,13 +188,15 @@ def main() -> None:
     ap.add_argument("--source", help="only the set's entries from this repository (owner/name)")
     ap.add_argument("--round", choices=sorted(ROUNDS), dest="rounds",
                     help="only the entries of these labelling rounds (1-2: the first 467; 3: the third; 5: the fifth)")
+    ap.add_argument("--learned", action="store_true",
+                    help="switch on the learned second opinion (screen/learned.py; its tune half is training data)")
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     ap.add_argument("--show", action="append", default=[], help="print findings of this code")
     ap.add_argument("--list-held-out", action="store_true", help="also list skill ids behind held-out errors")
     args = ap.parse_args()
     if args.set:
         report_set(args.half, list_errors=args.half == "tune" or args.list_test, source=args.source,
-                   rounds=args.rounds)
+                   rounds=args.rounds, learned_on=args.learned)
         return
     manifest = json.loads((args.corpus / "manifest.json").read_text())
     settings = ScreenSettings()
@@ -194,6 +206,10 @@ def main() -> None:
     for entry in manifest:
         texts, fm, body = read_skill(args.corpus / "skills" / entry["id"])
         findings = screen_skill(texts, fm, body, settings)
+        if args.learned:  # the crawl reads name/description from the parsed record; the frontmatter's are the same
+            doc = learned.document(fm.get("name"), fm.get("description"), fm, sorted(texts), body)
+            skill_file = next((n for n in SKILL_FILES if n in texts), "SKILL.md")
+            findings = learned.revise(findings, doc, body, texts.get(skill_file, ""), skill_file)
         got = {f.code.value for f in findings}
         counts.update(got)
         results.append((entry["id"], expected_codes(entry["quirks"]), got, findings))

@@ -55,7 +55,7 @@ class Folder:
 
 
 # --- what decides each artifact's content (versions.py turns a scope into the asset's code_version) ------------
-SKILLHUB_SCOPE = CodeScope(modules=("skillhub",), data=("screening_rules.yaml",))
+SKILLHUB_SCOPE = CodeScope(modules=("skillhub",), data=("screening_rules.yaml", "screening_learned.json"))
 # The model-backed creator's step templates, in the frozen creation order.
 TASK_PROMPTS = ("task_blueprint.j2", "task_environment.j2", "task_instruction.j2", "task_tests.j2", "task_rubric.j2",
                 "task_solution.j2", "task_cheats.j2")

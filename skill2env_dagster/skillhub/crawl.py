@@ -27,6 +27,7 @@ from skill2env_dagster.skillhub.dedup import DedupItem, body_hash, find_duplicat
 from skill2env_dagster.skillhub.domain import guess_domain
 from skill2env_dagster.skillhub.parse import parse_skill_md
 from skill2env_dagster.skillhub.screen import engine as screen
+from skill2env_dagster.skillhub.screen import learned
 from skill2env_dagster.skillhub.screen.engine import screen_skill
 from skill2env_dagster.skillhub.sources.bundle import Bundle, printable_path, read_bundle
 from skill2env_dagster.skillhub.sources.discover import FoundSkill, discover_skills
@@ -222,6 +223,8 @@ def _build(job: _Job) -> SkillRecord:
         reasons.append(code)
         findings.append(Finding(code=code, rule="parse", file=job.found.skill_file, line=0, text=detail[:200]))
     findings.extend(_screened(job, bundle, parsed.frontmatter, parsed.body, folder_name))
+    if s.screen.learned_opinion:
+        findings = _learned(findings, rec, text)
     reasons.extend(f.code for f in findings if f.rule not in ("parse", "bundle") and f.code not in EVIDENCE_ONLY_CODES)
     if parsed.errors:
         rec.status = SkillStatus.INVALID
@@ -243,6 +246,13 @@ def _screened(job: _Job, bundle: Bundle, frontmatter: dict, body: str, folder_na
     findings = screen_skill(bundle.texts, frontmatter, body, s.screen)
     screen_cache.save(folder, key, findings)
     return findings
+
+
+def _learned(findings: list[Finding], rec: SkillRecord, skill_md: str) -> list[Finding]:
+    """The learned second opinion on the account/live-service verdict (screen/learned.py), read from the record so
+    the crawl and the training script build the same document."""
+    doc = learned.document(rec.name, rec.description, rec.frontmatter, [f.rel_path for f in rec.files], rec.body)
+    return learned.revise(findings, doc, rec.body, skill_md, rec.skill_file)
 
 
 def _finish(rec: SkillRecord, reasons: list[ReasonCode], findings: list[Finding]) -> SkillRecord:

@@ -53,7 +53,8 @@ BLOCKING_CODES: frozenset[ReasonCode] = frozenset({
     ReasonCode.LICENCE_NOT_ALLOWED, ReasonCode.MALICIOUS, ReasonCode.HARMFUL,
 })
 # ... and codes that are recorded as evidence only.
-INFO_CODES: frozenset[ReasonCode] = frozenset({ReasonCode.LICENCE_UNKNOWN, ReasonCode.STANDIN_POSSIBLE})
+INFO_CODES: frozenset[ReasonCode] = frozenset({ReasonCode.LICENCE_UNKNOWN, ReasonCode.STANDIN_POSSIBLE,
+                                               ReasonCode.CLEARED_BY_MODEL})
 
 _SKILL_FILE = re.compile(r"(?i)^skill\.md$")
 _URL = re.compile(r"https?://([^\s'\"`)<>|]+)", re.IGNORECASE)
@@ -79,6 +80,10 @@ class ScreenSettings(BaseModel):
     allow_standins: bool = Field(default=True, description="Waive needs_live_service for a documented local API "
                                  "without credentials (rule book `standin`), recording standin_possible instead.")
     rules_path: str | None = Field(default=None, description="Alternative rule book; default: the packaged one.")
+    learned_opinion: bool = Field(default=False, description="Let the learned classifier (data/screening_learned."
+                                  "json) decide the needs_external_account / needs_live_service verdict both ways, "
+                                  "with an evidence line; it never touches a malicious skill (screen/learned.py). "
+                                  "Off by default: it screens out the bundled log-triage-awk example (p=0.52).")
     second_opinion: bool = Field(default=False, description="Ask the configured model endpoint for a second "
                                  "opinion on each skill in skillhub_snapshot (one cached call per bundle; its usage "
                                  "is counted in the run's llm_usage). Off by default: a call per new bundle.")

@@ -1,0 +1,133 @@
+"""The learned second opinion on the account/live-service verdict (screen/learned.py): the crawl's TF-IDF matches
+scikit-learn's, the combination rules (never touches a malicious skill, never clears a frontmatter requirement,
+every verdict keeps an evidence line), the shipped weights on skills written by us, and the weights' hash in the
+crawl's code version. Every fixture text is written by us."""
+
+from __future__ import annotations
+
+import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from skill2env_dagster.artifacts import SKILLHUB_SCOPE
+from skill2env_dagster.models.skill import Finding
+from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.skillhub.screen.learned import (
+    RULE_ADD,
+    RULE_CLEAR,
+    LearnedModel,
+    document,
+    load_model,
+    revise,
+)
+
+LIVE, ACCOUNT = ReasonCode.NEEDS_LIVE_SERVICE, ReasonCode.NEEDS_EXTERNAL_ACCOUNT
+TEXTS = [
+    "Set STRIPE_API_KEY and call the payments API with your token.",
+    "Convert the local CSV file to JSON with pandas; no network needed.",
+    "Log in with `gh auth login`, then open a pull request on GitHub.",
+    "Parse the Markdown table in notes.md and sort it by date.",
+]
+
+
+def _tiny(threshold: float) -> LearnedModel:
+    """A hand-made model: 'api key' and 'token' push toward needs, 'local' and 'csv' toward local."""
+    return LearnedModel({"token_pattern": r"(?u)\b\w[\w.-]*\w\b|\b\w\b", "ngram_range": [1, 2],
+                         "terms": ["api key", "token", "local", "csv"], "idf": [1.0, 1.0, 1.0, 1.0],
+                         "coef": [2.0, 1.5, -2.0, -1.0], "intercept": 0.0, "threshold": threshold})
+
+
+def _finding(code: ReasonCode, rule: str) -> Finding:
+    return Finding(code=code, rule=rule, file="SKILL.md", line=3, text="evidence")
+
+
+def test_features_match_scikit_learn() -> None:
+    model = load_model()
+    vec = TfidfVectorizer(ngram_range=tuple(model.ngrams), sublinear_tf=True, token_pattern=model.token.pattern,
+                          min_df=1).fit(TEXTS)
+    ours = LearnedModel({"token_pattern": model.token.pattern, "ngram_range": list(model.ngrams),
+                         "terms": vec.get_feature_names_out().tolist(), "idf": vec.idf_.tolist(),
+                         "coef": [0.0] * len(vec.idf_), "intercept": 0.0, "threshold": 0.5})
+    for text in TEXTS:
+        want = vec.transform([text]).toarray()[0]
+        got = ours._features(text)
+        assert all(abs(got.get(j, 0.0) - w) < 1e-12 for j, w in enumerate(want)), text
+
+
+def test_clears_a_rule_verdict_with_the_local_evidence_line() -> None:
+    skill_md = "---\nname: x\n---\nRead the local CSV file.\nWrite the summary."
+    found = [_finding(ACCOUNT, "acct.setup_credential"), _finding(LIVE, "acct.setup_credential@needs_live_service"),
+             _finding(ReasonCode.NEEDS_HARDWARE, "hw.device")]
+    out = revise(found, "local csv", "Read the local CSV file.\nWrite the summary.", skill_md, "SKILL.md",
+                 _tiny(threshold=0.5))
+    assert {f.code for f in out} == {ReasonCode.NEEDS_HARDWARE, ReasonCode.CLEARED_BY_MODEL}
+    note = next(f for f in out if f.code == ReasonCode.CLEARED_BY_MODEL)
+    assert note.rule == RULE_CLEAR and note.line == 4 and "Read the local CSV file." in note.text
+    assert "acct.setup_credential" in note.text
+
+
+def test_never_touches_a_malicious_skill() -> None:
+    found = [_finding(ReasonCode.MALICIOUS, "mal.lure_shape"), _finding(LIVE, "live.remote_http_call")]
+    assert revise(found, "local csv", "local csv only", "local csv only", "SKILL.md", _tiny(0.5)) == found
+    mal = [_finding(ReasonCode.MALICIOUS, "mal.lure_shape")]
+    assert revise(mal, "api key token", "Set the api key token", "", "SKILL.md", _tiny(0.5)) == mal
+
+
+def test_never_clears_a_frontmatter_requirement() -> None:
+    found = [_finding(ACCOUNT, "req.secret_env"), _finding(LIVE, "live.remote_http_call")]
+    assert revise(found, "local csv", "local csv only", "", "SKILL.md", _tiny(0.5)) == found
+
+
+def test_adds_live_service_only_with_a_supporting_line() -> None:
+    skill_md = "# Pay\nExport the API key token before you start.\n"
+    out = revise([], "api key token", "# Pay\nExport the API key token before you start.", skill_md, "SKILL.md",
+                 _tiny(0.5))
+    (added,) = out
+    assert added.code == LIVE and added.rule == RULE_ADD and added.line == 2
+    assert "Export the API key token" in added.text
+    # confident, but no line of the body pushes toward 'needs' (the name alone does): no verdict without evidence
+    assert revise([], "api key token", "Sort the table by date, then print it.", "", "SKILL.md", _tiny(0.5)) == []
+
+
+def test_no_change_when_it_agrees() -> None:
+    found = [_finding(LIVE, "live.remote_http_call")]
+    assert revise(found, "api key token", "api key token here", "", "SKILL.md", _tiny(0.5)) == found
+    assert revise([], "local csv", "local csv here", "", "SKILL.md", _tiny(0.5)) == []
+
+
+@pytest.mark.parametrize(("body", "needs"), [
+    ("## Setup\nGet an API key from your Stripe dashboard and export STRIPE_API_KEY.\n\n## Usage\n"
+     "Call the Stripe API to list this month's charges and refund the disputed ones.", True),
+    ("## Steps\n1. Read `data/orders.csv` with pandas.\n2. Group rows by region and sum the totals.\n"
+     "3. Write `report.md` with a table of the five largest regions.", False),
+])
+def test_shipped_weights_on_our_own_examples(body: str, needs: bool) -> None:
+    doc = document("example", "An example skill written for this test.", {"name": "example"}, ["SKILL.md"], body)
+    assert (load_model().probability(doc) >= load_model().threshold) is needs
+
+
+def test_weights_are_part_of_the_crawl_code_version() -> None:
+    assert "screening_learned.json" in SKILLHUB_SCOPE.data
+
+
+def test_respects_the_stand_in_waiver() -> None:
+    found = [_finding(ReasonCode.STANDIN_POSSIBLE, "standin_possible")]
+    assert revise(found, "api key token", "Export the API key token first.", "", "SKILL.md", _tiny(0.5)) == found
+
+
+def test_crawl_wiring_on_the_bundled_examples(examples_dir) -> None:
+    """Switched on in the crawl: malicious and harmful verdicts as without it, the stand-in waiver kept, and every
+    verdict the opinion adds or clears carries a line of SKILL.md."""
+    from skill2env_dagster.skillhub.config import CrawlSettings
+    from skill2env_dagster.skillhub.crawl import crawl_paths
+    from skill2env_dagster.skillhub.screen.engine import ScreenSettings
+
+    def crawl(on: bool) -> dict:
+        settings = CrawlSettings(screen=ScreenSettings(learned_opinion=on))
+        return {r.rel_path: r for r in crawl_paths([examples_dir], settings).records}
+
+    off, on = crawl(False), crawl(True)
+    severe = {ReasonCode.MALICIOUS, ReasonCode.HARMFUL}
+    assert {k: set(r.reasons) & severe for k, r in on.items()} == {k: set(r.reasons) & severe for k, r in off.items()}
+    assert ReasonCode.STANDIN_POSSIBLE in {f.code for f in on["inventory-api-client"].findings}
+    learned = [f for r in on.values() for f in r.findings if f.rule in (RULE_ADD, RULE_CLEAR)]
+    assert learned and all(f.line > 0 and f.text.startswith("p=") for f in learned)
