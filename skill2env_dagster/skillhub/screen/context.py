@@ -93,6 +93,12 @@ class FileContext:
         return sorted(found)
 
 
+def line_of(text: str, line: str) -> int:
+    """1-based number of the first line of `text` where `line` occurs (0 when it is absent or empty)."""
+    idx = text.find(line) if line else -1
+    return text.count("\n", 0, idx) + 1 if idx >= 0 else 0
+
+
 def build_context(path: str, text: str, book: CompiledBook, *, defensive: bool = False) -> FileContext:
     """Split the file into scan lines and mark code blocks and headings (Markdown only).
 

@@ -24,6 +24,7 @@ from skill2env_dagster.skillhub.screen.context import (
     build_context,
     fenced_line_numbers,
     in_side_channel,
+    line_of,
     reveal_invisible,
     suppressed_as_quotation,
 )
@@ -316,7 +317,7 @@ def _document_checks(texts: dict[str, str], body: str, skill_file: str, book: Co
     persona_lines = _persona_lines(body, book)
     if len(persona_lines) >= docs.persona_only.min_persona_lines and actionable <= docs.persona_only.max_actionable:
         out.append(Finding(code=ReasonCode.PERSONA_ONLY, rule="doc.persona_only", file=skill_file,
-                           line=_line_of(texts.get(skill_file, ""), persona_lines[0]),
+                           line=line_of(texts.get(skill_file, ""), persona_lines[0]),
                            text=f"{len(persona_lines)} persona lines, {actionable} actionable signals: "
                                 f"{persona_lines[0].strip()}"[:200]))
     words = len(_WORD.findall(_HEADING_LINE.sub(" ", body)))
@@ -345,10 +346,6 @@ def _actionable_count(texts: dict[str, str], body: str, skill_file: str, book: C
 def _support_files(texts: dict[str, str], book: CompiledBook) -> list[str]:
     return [p for p in texts if book.support_file.search(p) and texts[p].strip()]
 
-
-def _line_of(text: str, line: str) -> int:
-    idx = text.find(line)
-    return text.count("\n", 0, idx) + 1 if idx >= 0 else 0
 
 
 # ------------------------------------------------------------------------------------------ stand-in policy

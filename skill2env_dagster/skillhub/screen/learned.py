@@ -30,6 +30,7 @@ import yaml
 
 from skill2env_dagster.models.skill import Finding
 from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.skillhub.screen.context import line_of
 
 MODEL_FILE = Path(__file__).resolve().parents[2] / "data" / "screening_learned.json"
 MAX_CHARS = 20_000  # the head of SKILL.md: set-up sections come first, long reference tails add noise
@@ -110,18 +111,12 @@ def revise(findings: list[Finding], doc: str, body: str, skill_md: str, skill_fi
         line, _ = m.evidence(body, -1) or ("", 0.0)
         rules = ", ".join(sorted({f.rule.split("@")[0] for f in cred_live}))
         note = Finding(code=ReasonCode.CLEARED_BY_MODEL, rule=RULE_CLEAR, file=skill_file,
-                       line=_line_of(skill_md, line), text=f"p={p:.2f} cleared ({rules}): {line}"[:200])
+                       line=line_of(skill_md, line), text=f"p={p:.2f} cleared ({rules}): {line}"[:200])
         return [f for f in findings if f.code not in CRED_LIVE] + [note]
     waived = any(f.code == ReasonCode.STANDIN_POSSIBLE for f in findings)  # the stand-in policy decided it
     if not cred_live and not waived and p >= m.threshold:
         hit = m.evidence(body, +1)
         if hit is not None:
             return [*findings, Finding(code=ReasonCode.NEEDS_LIVE_SERVICE, rule=RULE_ADD, file=skill_file,
-                                       line=_line_of(skill_md, hit[0]), text=f"p={p:.2f}: {hit[0]}"[:200])]
+                                       line=line_of(skill_md, hit[0]), text=f"p={p:.2f}: {hit[0]}"[:200])]
     return findings
-
-
-def _line_of(text: str, line: str) -> int:
-    """1-based line of `line` in SKILL.md (0 when absent or empty)."""
-    idx = text.find(line) if line else -1
-    return text.count("\n", 0, idx) + 1 if idx >= 0 else 0
