@@ -76,8 +76,16 @@ VERIFIER_LOG = f"{CONTAINER_VERIFIER_LOGS}/test-stdout.txt"
 SCRATCH = "/tmp/* /tmp/.[!.]* /tmp/..?* /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?*"
 EPHEMERAL = f"{SCRATCH} /logs/*"
 REMAKE_LOGS = "mkdir -p /logs/agent /logs/verifier"
+
+
+def wipe_command(paths: Sequence[str] = ()) -> str:
+    """One shell step of a reset: remove `paths` and what the tmpfs mounts hold, then remake the log folders."""
+    quoted = " ".join(shlex.quote(p) for p in paths)
+    return f"rm -rf -- {quoted} {EPHEMERAL} 2>/dev/null\n{REMAKE_LOGS}"
+
+
 # The tmpfs part of a reset, for a container whose disk the engine shows unchanged (see Sandbox.untouched).
-WIPE = f"rm -rf {EPHEMERAL} 2>/dev/null; {REMAKE_LOGS}\n"
+WIPE = wipe_command() + "\n"
 # Empty the reward folder (a forged reward.txt/json, or a symlink in place of the folder, goes with it).
 CLEAN = f"rm -rf {CONTAINER_VERIFIER_LOGS}; mkdir -p {CONTAINER_VERIFIER_LOGS}\n"
 # Print `<path>\n<bytes>` of the reward file (json wins over txt, as in Harbor), or nothing.
@@ -300,18 +308,15 @@ class Sandbox:
         plan = restore_plan(self.policy, image, engine_changes(self.trial.box))
         if plan is None:
             return False
-        added, archives = plan
-        restore = list(archives)
-        wipe = " ".join(shlex.quote(p) for p in [*added, *restore])
-        res = self.trial.sh(f"rm -rf -- {wipe} {EPHEMERAL} 2>/dev/null\n{REMAKE_LOGS} && echo reset", 30)
+        res = self.trial.sh(f"{wipe_command(plan.paths)} && echo reset", 30)
         if b"reset" not in res.output:
             return False
-        for p, data in archives.items():
+        for p, data in plan.originals.items():
             self.trial.put_tar(data, parent_of(p))
         after = engine_changes(self.trial.box)
         self._settled, self.collected = None, {}
         self.trial.restart_services()
-        return all(c.kind is ChangeKind.MODIFIED and any(is_under(c.path, r) for r in restore) for c in after)
+        return all(c.kind is ChangeKind.MODIFIED and any(is_under(c.path, r) for r in plan.originals) for c in after)
 
     def untouched(self) -> bool:
         """After a verify: the engine's fast view shows no change on disk, so what a reset() would still do is
@@ -333,18 +338,29 @@ class Sandbox:
         return read_archive(self.trial.box, path, max_bytes)
 
 
-def restore_plan(policy: TamperPolicy, image: ImageReader,
-                 changes: Sequence[Change]) -> tuple[list[str], dict[str, bytes]] | None:
-    """How to take `changes` back to the image: (the top-level paths to remove, {top-level path to put back: the
-    image's copy as a tar rooted at its name}). None when a path to put back lies in the toolchain (the next run's
-    tamper check could not tell a restored copy from a changed one) or the image has no copy of it."""
+@dataclass(frozen=True)
+class RestorePlan:
+    """How to take a container's changes back to the image."""
+
+    added: tuple[str, ...]  # top-level paths to remove
+    originals: dict[str, bytes]  # top-level paths to remove, then put back from the image's copy (a tar rooted at
+    # the path's name)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return self.added + tuple(self.originals)
+
+
+def restore_plan(policy: TamperPolicy, image: ImageReader, changes: Sequence[Change]) -> RestorePlan | None:
+    """The plan for `changes`; None when a path to put back lies in the toolchain (the next run's tamper check
+    could not tell a restored copy from a changed one) or the image has no copy of it."""
     added = top_level([c.path for c in changes if c.kind is ChangeKind.ADDED])
     restore = top_level([c.path for c in changes if c.kind is not ChangeKind.ADDED])
     if any(policy.rule(p) for p in restore):
         return None
     archives = {p: image.archive(p) for p in restore}
     copies = {p: a for p, a in archives.items() if a is not None}
-    return (added, copies) if len(copies) == len(archives) else None
+    return RestorePlan(tuple(added), copies) if len(copies) == len(archives) else None
 
 
 class ImageReader:

@@ -30,7 +30,6 @@ import re
 import shlex
 import tarfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from skill2env_dagster.gates.changes import Change, engine_changes, is_under, parent_of
@@ -46,14 +45,14 @@ from skill2env_dagster.gates.robustness import (
 )
 from skill2env_dagster.gates.sandbox import (
     AGENT_ENV,
-    EPHEMERAL,
-    REMAKE_LOGS,
     VERIFIER_ENV,
     ImageReader,
+    RestorePlan,
     Sandbox,
     TrialStatus,
     VerifyOutcome,
     restore_plan,
+    wipe_command,
 )
 from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, CONTAINER_TESTS, CONTAINER_VERIFIER_LOGS
 
@@ -83,23 +82,11 @@ _SCRIPT = (
 )
 
 
-@dataclass(frozen=True)
-class Restore:
-    """Where the Oracle's outputs live: what a run may change, and how to undo it (sandbox.restore_plan)."""
-
-    added: tuple[str, ...]  # removed before each run
-    originals: dict[str, bytes]  # removed, then put back from the image's copy (a tar rooted at the path's name)
-
-    @property
-    def paths(self) -> tuple[str, ...]:
-        return self.added + tuple(self.originals)
-
-
 def _env_file(env: dict[str, str]) -> bytes:
     return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()).encode()
 
 
-def stage_tar(sb: Sandbox, restore: Restore, solution_dir: Path, runs: dict[str, str]) -> bytes:
+def stage_tar(sb: Sandbox, restore: RestorePlan, solution_dir: Path, runs: dict[str, str]) -> bytes:
     """The stage: the image's copies of the restored paths, the solution and tests folders, one `<id>.run` per
     run (its script, relative to the solution folder), the environment files and `reset.sh` (each restored path
     is copied back on its own, so that the folders above it keep their mode and times)."""
@@ -114,9 +101,9 @@ def stage_tar(sb: Sandbox, restore: Restore, solution_dir: Path, runs: dict[str,
             add_file(tar, f"{base}/{run_id}.run", script.encode() + b"\n")
         add_file(tar, f"{base}/agent_env.sh", _env_file({**sb.config.solution.env, **AGENT_ENV}))
         add_file(tar, f"{base}/verifier_env.sh", _env_file({**VERIFIER_ENV, **sb.config.verifier.env}))
-        wipe = " ".join(shlex.quote(p) for p in [*restore.paths, CONTAINER_SOLUTION, CONTAINER_TESTS])
+        wipe = wipe_command([*restore.paths, CONTAINER_SOLUTION, CONTAINER_TESTS])
         copies = "".join(f'cp -a "$S/orig"{shlex.quote(p)} {shlex.quote(parent_of(p))}/\n' for p in restore.originals)
-        add_file(tar, f"{base}/reset.sh", f"rm -rf -- {wipe} {EPHEMERAL} 2>/dev/null\n{REMAKE_LOGS}\n{copies}".encode())
+        add_file(tar, f"{base}/reset.sh", f"{wipe}\n{copies}".encode())
     return buf.getvalue()
 
 
@@ -135,7 +122,7 @@ def stage_digest(stage: bytes) -> str:
     return hashlib.sha256(b"".join(line + b"\n" for line in sorted(lines))).hexdigest()
 
 
-def _stray(sb: Sandbox, restore: Restore) -> list[str]:
+def _stray(sb: Sandbox, restore: RestorePlan) -> list[str]:
     """Changes the engine sees outside the paths the batch resets and its own stage."""
     allowed = [*restore.paths, STAGE, CONTAINER_SOLUTION, CONTAINER_TESTS]
     changes = engine_changes(sb.trial.box, sb.settings.read_upper_dir)
@@ -149,11 +136,10 @@ def run_scripts(sb: Sandbox, image: ImageReader, solution_dir: Path, scripts: li
     names = [*sb.config.solution.env, *sb.config.verifier.env]
     if not all(_SHELL_NAME.fullmatch(k) for k in names):
         return {}, "an environment variable's name is not a shell name: one run at a time"
-    plan = restore_plan(sb.policy, image, [*oracle.changes, *earlier])
-    if plan is None:
+    restore = restore_plan(sb.policy, image, [*oracle.changes, *earlier])
+    if restore is None:
         return {}, ("the Oracle's (or the forge attack's) changes cannot be put back from the image (toolchain, or no "
                     "copy): one run at a time")
-    restore = Restore(tuple(plan[0]), plan[1])
     runs = {f"s{i}": s for i, s in enumerate(scripts)} | {CONTROL: "solve.sh"}
     stage = stage_tar(sb, restore, solution_dir, runs)
     sb.trial.put_tar(stage)
@@ -170,7 +156,7 @@ def run_scripts(sb: Sandbox, image: ImageReader, solution_dir: Path, scripts: li
     return {runs[i]: _outcome(r) for i, r in results.items() if i != CONTROL}, "batched in the no-op's container"
 
 
-def _distrust(sb: Sandbox, restore: Restore, results: dict[str, Run], oracle: VerifyOutcome) -> str:
+def _distrust(sb: Sandbox, restore: RestorePlan, results: dict[str, Run], oracle: VerifyOutcome) -> str:
     """Why the batch's scores cannot stand for fresh runs ('' when they can)."""
     if any(r.status in (TrialStatus.VERIFIER_TIMEOUT, TrialStatus.CONTAINER_DIED) for r in results.values()):
         return "a batched run did not finish: one run at a time"
