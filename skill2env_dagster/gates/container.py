@@ -340,6 +340,10 @@ class Trial:
             died = not fired.is_set()
         finally:
             timer.cancel()
+            if fired.is_set():
+                # The exec returns as soon as its own processes die, while the reap may go on killing for another
+                # round: the next command must not start until it is done, or the reap kills that one too.
+                timer.join()
         seconds = time.perf_counter() - start
         return ExecResult(code, fired.is_set(), seconds, out or b"", died)
 
