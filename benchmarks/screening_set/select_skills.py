@@ -4,13 +4,16 @@
     .venv/bin/python benchmarks/screening_set/select_skills.py --write    # (re)write entries.yaml
     .venv/bin/python benchmarks/screening_set/select_skills.py --round3 [--write]   # the third labelling round
     .venv/bin/python benchmarks/screening_set/select_skills.py --round5 [--write]   # the fifth labelling round
+    .venv/bin/python benchmarks/screening_set/select_skills.py --round6 [--write]   # the sixth labelling round
 
 The third round (`--round3`, README.md > "Third labelling round") draws NEW skills from two hubs not used before
 (ROUND3_SOURCES) and appends them to entries.yaml: earlier entries are kept verbatim, and a candidate whose folder
 name, frontmatter name or normalised SKILL.md text equals one of an earlier entry is left out, so the round holds
 only skills the rules have never seen. Its entries carry `round: 3`. The fifth round (`--round5`, README.md > "Fifth
 round") does the same with two more hubs (ROUND5_SOURCES) and an `accounts` pool (ACCOUNT_WORDS), leaving out skills
-the same as any entry of rounds 1-3; its entries carry `round: 5`.
+the same as any entry of rounds 1-3; its entries carry `round: 5`. The sixth round (`--round6`, README.md > "Sixth
+round") draws at random only from three developer/tooling hubs (ROUND6_SOURCES), leaving out skills the same as any
+entry of rounds 1-5 or any skill of ../shared/corpus; its entries carry `round: 6`.
 
 The selection is deterministic: candidates are ordered by a SHA-256 of (seed, repo, folder), so re-running on the
 same mirrors gives the same entries. Pools (see README.md for why each exists):
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 import sys
 from collections import Counter
@@ -105,6 +109,19 @@ ROUND5_SOURCES = (
 )
 ROUND5_POOL_SIZES = {"devices": 12, "security": 6, "accounts": 12}
 ROUND5_PER_CAMPAIGN = 0  # no lure pool: the malicious shape is already well sampled, its weak side is benign text
+# Sixth labelling round (added after the learned opinion cleared keyed developer skills of the shared corpus; see
+# README.md): developer-, data-, document- and tooling-oriented hubs (eligible-heavy, some SDK + env-var keys) and a
+# general registry of tool skills, random draws only (no pools). Candidates the same as a skill of ../shared/corpus
+# are left out too: hubs copy the corpus's sources, and the project was developed on those.
+ROUND6 = 6
+ROUND6_SOURCES = (
+    Source("alirezarezvani/claude-skills", "7d493fed97e4d57553630e1a2432c1c02bf5b2b3", 30),
+    Source("tech-leads-club/agent-skills", "4beb50707194bc8c7861c7480f80eb756f7983ee", 25),
+    Source("agentskillexchange/skills", "2ffdadfcca8576cdf14caec9bbcda7162c393bbc", 25),
+)
+ROUND6_POOL_SIZES = {"devices": 0, "security": 0}
+# ../shared/corpus as the tests find it (`S2E_SHARED_DIR` overrides the folder beside the repository).
+CORPUS = Path(os.environ.get("S2E_SHARED_DIR", str(Path(__file__).resolve().parents[3] / "shared"))) / "corpus"
 
 DEVICE_WORDS = re.compile(
     r"(?i)(^|[-_ /])(hue|philips|home-?assistant|hass|smart-?home|homekit|printer|3d-?print\w*|octoprint|bambu|"
@@ -299,6 +316,25 @@ def select_round5(entries: list[dict]) -> list[dict]:
     return [{**e, "round": ROUND5} for e in new]
 
 
+def corpus_keys(corpus: Path = CORPUS) -> frozenset[str]:
+    """`_keys` of every skill of the shared corpus (its SKILL.md files, nested ones included)."""
+    if not (corpus / "manifest.json").exists():
+        raise SystemExit(f"the sixth round leaves out copies of ../shared/corpus skills; {corpus} not found")
+    keys: set[str] = set()
+    source = Source("shared/corpus", "", 0)
+    for md in sorted(corpus.glob("skills/**/SKILL.md")):
+        keys |= _keys(Candidate(source, md.parent.relative_to(corpus).as_posix(), md.read_text(errors="replace")))
+    return frozenset(keys)
+
+
+def select_round6(entries: list[dict]) -> list[dict]:
+    """The sixth round's entries (marked `round: 6`), none the same skill as an entry of rounds 1-5 or a skill of
+    ../shared/corpus."""
+    seen = earlier_keys(entries, ROUND6) | corpus_keys()
+    new = select(ROUND6_SOURCES, ROUND6_POOL_SIZES, 0, seen)
+    return [{**e, "round": ROUND6} for e in new]
+
+
 def _fill(pool: str, size: int, pooled: list[Candidate], wanted, take) -> None:
     n = 0
     for c in pooled:
@@ -322,20 +358,25 @@ def main() -> None:
                     help=f"select the third round and (with --write) append it to {ENTRIES_FILE.name}")
     ap.add_argument("--round5", action="store_true",
                     help=f"select the fifth round and (with --write) append it to {ENTRIES_FILE.name}")
+    ap.add_argument("--round6", action="store_true",
+                    help=f"select the sixth round and (with --write) append it to {ENTRIES_FILE.name}")
     args = ap.parse_args()
     recorded = yaml.safe_load(ENTRIES_FILE.read_text()) if ENTRIES_FILE.exists() else []
     earlier = [e for e in recorded if e.get("round", 1) < ROUND]
     third = [e for e in recorded if e.get("round", 1) == ROUND]
     fifth = [e for e in recorded if e.get("round", 1) == ROUND5]
+    sixth = [e for e in recorded if e.get("round", 1) == ROUND6]
     if args.round3:
         third = select_round3(earlier)
     elif args.round5:
         fifth = select_round5(earlier + third)
+    elif args.round6:
+        sixth = select_round6(earlier + third + fifth)
     else:
         earlier = select()
-    entries = earlier + third + fifth
+    entries = earlier + third + fifth + sixth
     shown, what = ((third, "third round") if args.round3 else (fifth, "fifth round") if args.round5
-                   else (earlier, "rounds 1-2"))
+                   else (sixth, "sixth round") if args.round6 else (earlier, "rounds 1-2"))
     print(f"{len(entries)} entries; {what}: {len(shown)}")
     for key in ("pool", "repo", "half"):
         print(f"by {key}: {dict(Counter(e[key] for e in shown).most_common())}")
