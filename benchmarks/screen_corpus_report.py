@@ -6,7 +6,7 @@ reason code, the issue's targets (credentials-or-live-service recall, hardware r
 false-positive rate among benign skills, eligible skills wrongly screened out), the same figures for a naive keyword
 screen, and the crawl time. Errors are listed by id for the tune half only (unless --list-test), so rule authors never
 read test errors: rules are kept or dropped on the tune half, the test half is read as aggregates (the set's README >
-Discipline). --round 1-2|3|5 scores one labelling round, --source owner/name one repository.
+Discipline). --round 1-2|3|5|6 scores one labelling round, --source owner/name one repository.
 
 Last measured (fifth round, test half of 355; tune half of 334 in brackets): credentials or live recall 76.0%
 (92.1%), goal >= 85, missed by 9.0 points; hardware recall 82.6% (95.7%), goal >= 80, met; malicious recall 92.9%
@@ -15,7 +15,7 @@ Last measured (fifth round, test half of 355; tune half of 334 in brackets): cre
 round (fourth-round rules), on the same 355: 76.4%, 82.6%, 92.9%, 1.3%, 24.5%. With --learned (the sixth round's
 learned opinion, off by default): 86.5%, 82.6%, 92.9%, 1.3%, 18.6% (the set's README > Learned second opinion).
 
-    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5] [--list-test]
+    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5|6] [--list-test]
         [--learned]
 
 --learned switches on the learned second opinion (screen/learned.py, off by default; learned_opinion.py is the
@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "screening_set"))
 
-from evaluate import CODES, Item, Score, load_items, missing_mirrors, score, screen_items, targets
+from evaluate import CODES, ROUND_GROUPS, Item, Score, load_items, missing_mirrors, score, screen_items, targets
 
 from skill2env_dagster.skillhub.config import CrawlSettings
 from skill2env_dagster.skillhub.parse import parse_skill_md
@@ -133,14 +133,10 @@ def _overall(items: list[Item]) -> list[tuple[str, Score, Score]]:
     return [("overall: all codes (micro)", rm, bm), ("overall: screened out", ro, bo)]
 
 
-# the set's labelling rounds (its README)
-ROUNDS = {"1-2": lambda n: n < 3, "3": lambda n: n == 3, "5": lambda n: n == 5}
-
-
 def report_set(half: str, list_errors: bool, source: str | None = None, rounds: str | None = None,
                learned_on: bool = False) -> None:
     items = [i for i in load_items(None if half == "all" else half)
-             if source in (None, i.repo) and (rounds is None or ROUNDS[rounds](i.round))]
+             if source in (None, i.repo) and rounds in (None, ROUND_GROUPS[i.round])]
     absent = missing_mirrors(items)
     if absent:
         print(f"screening set skipped: no local mirror for {', '.join(absent)} under $S2E_MIRROR_DIR "
@@ -186,8 +182,9 @@ def main() -> None:
     ap.add_argument("--half", choices=["tune", "test", "all"], default="test")
     ap.add_argument("--list-test", action="store_true", help="also list ids behind test-half errors")
     ap.add_argument("--source", help="only the set's entries from this repository (owner/name)")
-    ap.add_argument("--round", choices=sorted(ROUNDS), dest="rounds",
-                    help="only the entries of these labelling rounds (1-2: the first 467; 3: the third; 5: the fifth)")
+    ap.add_argument("--round", choices=sorted(set(ROUND_GROUPS.values())), dest="rounds",
+                    help="only the entries of these labelling rounds (1-2: the first 467; 3, 5, 6: the third, fifth, "
+                         "sixth)")
     ap.add_argument("--learned", action="store_true",
                     help="switch on the learned second opinion (screen/learned.py; its tune half is training data)")
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")

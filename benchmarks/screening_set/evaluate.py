@@ -29,6 +29,9 @@ HERE = Path(__file__).resolve().parent
 CODES = ("needs_external_account", "needs_live_service", "needs_hardware", "os_or_gui_specific", "persona_only",
          "no_actionable_content", "malicious", "harmful")
 CRED_OR_LIVE = frozenset({"needs_external_account", "needs_live_service"})
+# Labelling round of an entry -> the name its figures are reported under (`--round`); rounds 1 and 2 were scored
+# together before the third existed, round 4 was a tuning round only (README.md > the rounds).
+ROUND_GROUPS = {1: "1-2", 2: "1-2", 3: "3", 5: "5", 6: "6"}
 
 
 @dataclass

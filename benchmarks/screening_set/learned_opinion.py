@@ -8,7 +8,7 @@ The classifier never sees a test-half skill while the design is chosen:
     .venv/bin/python benchmarks/screening_set/learned_opinion.py --final    # frozen design, test half, once
 
 Cross-validation (tune half, 334 skills): 5 folds grouped by the entry's `group` (a lure campaign stays in one
-fold), folds assigned by a hash of the group (deterministic); and leave-one-labelling-round-out (rounds 1-2, 3, 5),
+fold), folds assigned by a hash of the group (deterministic); and leave-one-labelling-round-out (rounds 1-2, 3, 5, 6),
 the split that showed the keyword rules only fix the wording they were tuned on. Out-of-fold probabilities are
 combined with the rules' own verdicts on the same skills.
 
@@ -40,7 +40,7 @@ from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evaluate import CRED_OR_LIVE, Item, load_items, missing_mirrors, screen_items, targets
+from evaluate import CRED_OR_LIVE, ROUND_GROUPS, Item, load_items, missing_mirrors, screen_items, targets
 
 from skill2env_dagster.skillhub.config import CrawlSettings
 from skill2env_dagster.skillhub.screen import learned
@@ -48,7 +48,6 @@ from skill2env_dagster.skillhub.screen.engine import ScreenSettings
 
 TARGETS = ("credentials_or_live_recall", "hardware_recall", "malicious_recall", "malicious_false_positive_rate",
            "eligible_wrongly_screened_out")
-ROUND_GROUPS = {1: "1-2", 2: "1-2", 3: "3", 5: "5"}
 
 
 # ---------------------------------------------------------------------------------------------- features
