@@ -60,6 +60,21 @@ def test_recorded_halves_are_the_hash_split_and_campaigns_stay_together(entries)
     assert {e["half"] for e in entries} == {"tune", "test"}
 
 
+def test_each_labelling_round_draws_from_hubs_new_to_the_set_and_outside_the_corpus(entries):
+    """A later round adds wording the rules have not read: its hubs are new (each repository belongs to one round),
+    none is a source of ../shared/corpus, and the report knows every round by name (`--round`)."""
+    select, evaluate = _module("select_skills"), _module("evaluate")
+    rounds = defaultdict(set)
+    for e in entries:
+        rounds[e["repo"]].add(e.get("round", 1))
+    assert all(len(r) == 1 for r in rounds.values()), {k: v for k, v in rounds.items() if len(v) > 1}
+    assert not set(rounds) & select.EXCLUDED_REPOS
+    assert {e.get("round", 1) for e in entries} <= set(evaluate.ROUND_GROUPS)
+    sixth = [e for e in entries if e.get("round") == 6]
+    assert {e["repo"] for e in sixth} == {s.repo for s in select.ROUND6_SOURCES}
+    assert len(sixth) == sum(s.random for s in select.ROUND6_SOURCES) == 80
+
+
 def test_the_report_skips_with_a_message_without_mirrors(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("S2E_MIRROR_DIR", str(tmp_path))
     sys.path.insert(0, str(SET))
