@@ -6,13 +6,15 @@ the third and fifth labelling rounds were scored by the rule book of their day b
 script rebuilds that situation: the rule book before the fourth tuning round (main at 032f497) screens the round-3
 tune entries, the one before the fifth (42f0416) the round-5 tune entries, each from a `git archive` of that commit
 in a temporary folder; the classifier is trained on the tune entries of the earlier rounds only. No test-half
-entry is read.
+entry is read. `--round6` does the same for the sixth labelling round's tune entries, screened by the rule book
+of main when they were labelled (4b74797, no rule has read them), the classifier trained on rounds 1-5.
 
-    .venv/bin/python benchmarks/screening_set/unseen_rules.py
+    .venv/bin/python benchmarks/screening_set/unseen_rules.py [--round6]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -31,6 +33,7 @@ from evaluate import Item, load_items, screen_items
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 EARLIER_RULES = {3: "032f497", 5: "42f0416"}  # main before the fourth / fifth tuning round
+SIXTH_RULES = {6: "4b74797"}  # main when the sixth labelling round was labelled
 GRID = ((None, .6, 1), (None, .7, 1), (.3, None, 99), (.4, None, 99), (.3, .7, 99), (.4, .6, 99), (.4, .7, 99),
         (.45, .55, 99), (.5, .5, 99), (.45, .65, 99), (.35, .65, 99))
 DUMP = """
@@ -59,10 +62,13 @@ def earlier_verdicts(round_: int, commit: str) -> dict[str, dict]:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--round6", action="store_true", help="the sixth labelling round instead of rounds 3 and 5")
+    rules_of = SIXTH_RULES if ap.parse_args().round6 else EARLIER_RULES
     tune = load_items("tune")
     screen_items(tune, lo.RULES_ONLY)
     old: dict[str, dict] = {}
-    for r, commit in EARLIER_RULES.items():
+    for r, commit in rules_of.items():
         old.update(earlier_verdicts(r, commit))
     sim = [i for i in tune if i.id in old]
     for i in sim:
@@ -70,10 +76,11 @@ def main() -> None:
     current = lo.cred_live_rules
     lo.cred_live_rules = lambda i: set(old[i.id]["rules"]) if i.id in old else current(i)  # the earlier rules' ids
     print(lo.HEADER)
-    print(lo.fmt_row("earlier rules, rounds 3+5 tune (unseen)", lo.figures(sim, lambda i: i.got)))
+    rounds = "+".join(map(str, rules_of))
+    print(lo.fmt_row(f"earlier rules, rounds {rounds} tune (unseen)", lo.figures(sim, lambda i: i.got)))
     for design in lo.DESIGNS:
         pp: dict[str, float] = {}
-        for r in EARLIER_RULES:
+        for r in rules_of:
             train: list[Item] = [i for i in tune if i.round < r]
             part = [i for i in sim if i.round == r]
             m = lo.Model(design).fit([lo.document(i) for i in train], np.array([lo.positive(i) for i in train]))
