@@ -154,3 +154,32 @@ def test_bundled_examples_keep_their_verdicts(examples_dir) -> None:
     assert ReasonCode.STANDIN_POSSIBLE in {f.code for f in on["inventory-api-client"].findings}
     learned = [f for r in on.values() for f in r.findings if f.rule == RULE_ADD]
     assert all(f.line > 0 and f.text.startswith("p=") for f in learned)
+
+
+def test_on_by_default_in_the_crawl(tmp_path, monkeypatch) -> None:
+    """The crawl's default settings apply the opinion (seventh round: its ship criterion held on the test half);
+    `learned_opinion: false` gives the rules alone."""
+    from skill2env_dagster.skillhub.config import CrawlSettings
+    from skill2env_dagster.skillhub.crawl import crawl_paths
+    from skill2env_dagster.skillhub.screen import learned
+    from skill2env_dagster.skillhub.screen.engine import ScreenSettings
+
+    sure = LearnedModel({"token_pattern": r"(?u)\b\w[\w.-]*\w\b|\b\w\b", "ngram_range": [1, 1],
+                         "terms": ["podcasts.example-directory.com"], "idf": [1.0], "coef": [5.0], "intercept": 0.0,
+                         "threshold": 0.6})
+    monkeypatch.setattr(learned, "load_model", lambda: sure)
+    skill = tmp_path / "hub" / "podcast-finder"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: podcast-finder\ndescription: List the newest podcast episodes on a "
+                                    "topic.\nlicense: MIT\n---\n## Steps\n1. Search podcasts.example-directory.com "
+                                    "for the topic.\n2. Write `episodes.md` with the five newest episodes.\n")
+
+    def crawl(settings: CrawlSettings):
+        (rec,) = crawl_paths([tmp_path / "hub"], settings).records
+        return rec
+
+    on, off = crawl(CrawlSettings()), crawl(CrawlSettings(screen=ScreenSettings(learned_opinion=False)))
+    assert on.status == "screened_out" and on.reasons == [LIVE]
+    (f,) = [f for f in on.findings if f.code == LIVE]
+    assert f.rule == RULE_ADD and f.line == 7 and "podcasts.example-directory.com" in f.text
+    assert off.status == "eligible" and off.reasons == []
