@@ -42,8 +42,6 @@ class ReasonCode(StrEnum):
     HARMFUL = "harmful"
     # informational, never blocking: a live service documented well enough for a local stand-in
     STANDIN_POSSIBLE = "standin_possible"
-    # informational, never blocking: the learned second opinion cleared the rules' account/live-service verdict
-    CLEARED_BY_MODEL = "cleared_by_model"
     # --- dedup ----------------------------------------------------------------------------------
     EXACT_DUPLICATE = "exact_duplicate"
     NEAR_DUPLICATE = "near_duplicate"

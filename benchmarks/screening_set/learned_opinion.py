@@ -17,7 +17,9 @@ Combination (documented in the set's README): the rules stay the first opinion; 
   `low` and the rules' cred/live evidence is weak (at most `max_rules` distinct rules, none from frontmatter
   requirements); never when the rules say malicious (that verdict and the skill's other codes are never touched);
 - add: report needs_live_service when the rules report neither code, its probability is at least `high` and
-  SKILL.md holds a supporting line (the line whose terms carry the largest positive weight, kept as evidence).
+  SKILL.md holds a supporting line (the line whose terms carry the largest positive weight, kept as evidence);
+  `anchored` rows (the seventh round's, the crawl's rule) only on a line naming a remote host, URL, account or auth
+  term, and never on a malicious or stand-in-waived skill.
 Caveat: the rules were tuned on these very skills, so on the tune half they are better than they are on unseen
 skills; cross-validation therefore undervalues a classifier that overrules them.
 """
@@ -101,10 +103,13 @@ class Model:
     def proba(self, docs: list[str]) -> np.ndarray:
         return self.clf.predict_proba(self._x(docs))[:, 1]
 
-    def evidence(self, body: str, sign: int) -> tuple[int, str, float] | None:
+    def evidence(self, body: str, sign: int, anchored: bool = False) -> tuple[int, str, float] | None:
         """(line number, line, score) of the body line whose terms push the decision furthest in `sign`'s
-        direction (+1 needs, -1 local); None when no line pushes that way."""
-        lines = [(n, ln.strip()) for n, ln in enumerate(body.split("\n"), 1) if len(ln.strip()) >= 12]
+        direction (+1 needs, -1 local); None when no line pushes that way. `anchored`: only the lines the crawl
+        may quote (screen/learned.py `evidence_lines`: naming a remote host, URL, account or auth term)."""
+        allowed = set(learned.evidence_lines(body)) if anchored else None
+        lines = [(n, ln.strip()) for n, ln in enumerate(body.split("\n"), 1)
+                 if len(ln.strip()) >= learned.MIN_EVIDENCE_CHARS and (allowed is None or ln.strip() in allowed)]
         if not lines:
             return None
         scores = sign * (self._x([ln for _, ln in lines]) @ self.clf.coef_[0])
@@ -122,9 +127,11 @@ class Combine:
     low: float | None  # clear below this probability (None: never clear)
     high: float | None  # add at or above this probability (None: never add)
     max_rules: int = 1
+    anchored: bool = False  # add only on a line naming a remote host, URL, account or auth term (the crawl's rule)
 
     def label(self) -> str:
-        return f"clear<{self.low} (<= {self.max_rules} rule)  add>={self.high}"
+        clear = "never clear" if self.low is None else f"clear<{self.low} (<= {self.max_rules} rule)"
+        return f"{clear}  add>={self.high}{' anchored' if self.anchored else ''}"
 
 
 def cred_live_rules(item: Item) -> set[str]:
@@ -135,6 +142,14 @@ def cred_live_rules(item: Item) -> set[str]:
     return {f.rule.split("@")[0] for f in rec.findings if f.code.value in CRED_OR_LIVE}
 
 
+def held_back(item: Item) -> bool:
+    """The crawl adds nothing to a skill any finding calls malicious or whose live service the stand-in policy
+    waived (screen/learned.py `revise`); the sixth round's experiment rows did not check this."""
+    rec = item.record
+    return "malicious" in item.got or (rec is not None and any(f.code.value == "standin_possible"
+                                                               for f in rec.findings))
+
+
 def combined(item: Item, p: float, model: Model | None, how: Combine) -> frozenset[str]:
     got = set(item.got)
     rules_say = bool(got & CRED_OR_LIVE)
@@ -142,8 +157,9 @@ def combined(item: Item, p: float, model: Model | None, how: Combine) -> frozens
         rules = cred_live_rules(item)
         if len(rules) <= how.max_rules and not any(r.startswith("req.") for r in rules):
             got -= CRED_OR_LIVE
-    elif (not rules_say and how.high is not None and p >= how.high
-          and (model is None or item.record is None or model.evidence(item.record.body, +1) is not None)):
+    elif (not rules_say and how.high is not None and p >= how.high and not (how.anchored and held_back(item))
+          and (model is None or item.record is None
+               or model.evidence(item.record.body, +1, how.anchored) is not None)):
         got.add("needs_live_service")
     return frozenset(got)
 
@@ -181,21 +197,25 @@ GROUPS: dict[str, str] = {}
 RULES_ONLY = CrawlSettings(screen=ScreenSettings(learned_opinion=False))
 
 
-def out_of_fold(items: list[Item], design: Design, scheme: str) -> np.ndarray:
+def out_of_fold(items: list[Item], design: Design, scheme: str) -> tuple[np.ndarray, dict[str, Model]]:
+    """Out-of-fold probabilities, and the model that scored each item (for its evidence line)."""
     docs = [document(i) for i in items]
     y = np.array([positive(i) for i in items])
     folds = [fold_of(i, scheme) for i in items]
     p = np.zeros(len(items))
+    models: dict[str, Model] = {}
     for f in sorted(set(folds)):
         tr = [k for k, g in enumerate(folds) if g != f]
         te = [k for k, g in enumerate(folds) if g == f]
         m = Model(design).fit([docs[k] for k in tr], y[tr])
         p[te] = m.proba([docs[k] for k in te])
-    return p
+        models.update({items[k].id: m for k in te})
+    return p, models
 
 
+ADD_ONLY = tuple(Combine(None, h, anchored=True) for h in (0.5, 0.55, 0.6, 0.65, 0.7))  # the seventh round's
 COMBINES = (
-    Combine(None, 0.5), Combine(None, 0.7), Combine(None, 0.8), Combine(None, 0.9),
+    *ADD_ONLY, Combine(None, 0.5), Combine(None, 0.7), Combine(None, 0.8), Combine(None, 0.9),
     Combine(0.1, None), Combine(0.2, None), Combine(0.3, None), Combine(0.2, None, 2),
     Combine(0.2, 0.8), Combine(0.3, 0.7), Combine(0.1, 0.9),
 )
@@ -206,8 +226,10 @@ def alone(pp: dict[str, float]) -> Callable[[Item], frozenset[str]]:
     return lambda i: (i.got - CRED_OR_LIVE) | (CRED_OR_LIVE if pp[i.id] >= 0.5 else frozenset())
 
 
-def with_opinion(pp: dict[str, float], how: Combine, model: Model | None = None) -> Callable[[Item], frozenset[str]]:
-    return lambda i: combined(i, pp[i.id], model, how)
+def with_opinion(pp: dict[str, float], how: Combine, model: Model | dict[str, Model] | None = None
+                 ) -> Callable[[Item], frozenset[str]]:
+    """`model`: the one that scored every item, or per item id (out-of-fold), for the evidence line."""
+    return lambda i: combined(i, pp[i.id], model.get(i.id) if isinstance(model, dict) else model, how)
 
 
 def cross_validate(items: list[Item]) -> None:
@@ -217,21 +239,25 @@ def cross_validate(items: list[Item]) -> None:
     for scheme in ("groups", "rounds"):
         print(f"\n=== {scheme}: {'5 folds by hash of group' if scheme == 'groups' else 'leave one round out'}")
         for design in DESIGNS:
-            p = out_of_fold(items, design, scheme)
+            p, models = out_of_fold(items, design, scheme)
             auc = roc_auc_score(y, p)
             acc = float(np.mean((p >= 0.5) == y))
             pp = dict(zip([x.id for x in items], p, strict=True))
             print(f"\n{design.name}: AUC {auc:.3f}, accuracy at 0.5 {acc:.3f}")
             print(fmt_row("  classifier alone at 0.5 (cred/live codes)", figures(items, alone(pp))))
-            for how in COMBINES:
-                print(fmt_row(f"  {how.label()}", figures(items, with_opinion(pp, how))))
+            for how in COMBINES:  # the evidence line is required where the crawl requires it (anchored rows)
+                print(fmt_row(f"  {how.label()}", figures(items, with_opinion(pp, how, models if how.anchored
+                                                                                   else None))))
 
 
 # ---------------------------------------------------------------------------------------------- final
-# Frozen at 05:24 UTC on 2026-12-02 from the tune-half figures (README > Learned second opinion), before any
-# test-half figure of the classifier was computed: the classifier decides the cred/live verdict both ways.
+# Sixth round, frozen at 05:24 UTC on 2026-12-02 (word 1-2, C 4; Combine(0.5, 0.5, max_rules=99): the classifier
+# decided the cred/live verdict both ways); its test half was computed once, then two checks outside the set failed.
+# Seventh round, frozen on 2026-12-02 from the tune-half estimates only (README > Learned second opinion > Seventh
+# round), before any test-half figure of this design existed: the same weights; the classifier only adds
+# needs_live_service, at p >= 0.6, on a line naming a remote host, URL, account or auth term.
 FROZEN_DESIGN: Design | None = DESIGNS[0]
-FROZEN_COMBINE: Combine | None = Combine(0.5, 0.5, max_rules=99)
+FROZEN_COMBINE: Combine | None = Combine(None, 0.6, anchored=True)
 
 
 def final(tune: list[Item], test: list[Item]) -> None:

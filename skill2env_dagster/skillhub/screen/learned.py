@@ -2,18 +2,22 @@
 
 Five rounds of keyword rules fitted the wording of the skills they were tuned on and no more. A linear text
 classifier (TF-IDF over words and word pairs, logistic regression), trained only on the tune half of the labelled
-screening set, generalised better on skills neither had seen (benchmarks/screening_set/README.md > Learned second
-opinion). Its weights ship as data (`data/screening_learned.json`, rebuilt by
+screening set, catches account/live-service skills the rules miss (benchmarks/screening_set/README.md > Learned
+second opinion). Its weights ship as data (`data/screening_learned.json`, rebuilt by
 benchmarks/screening_set/train_learned.py), so the crawl needs no scikit-learn model file and no network.
 
-How it combines with the rules (the frozen design): the rules stay the first opinion and the classifier decides
-the needs_external_account / needs_live_service verdict both ways -
-- it clears the rules' cred/live findings when its probability is below `threshold`, unless one of them comes from
-  a frontmatter requirement (`req.*`), recording an evidence-only `cleared_by_model` finding on the line that
-  pushed it furthest toward "local";
-- it adds needs_live_service when the rules found neither code (and the stand-in policy did not waive one), its
-  probability reaches `threshold` and a line of SKILL.md pushes toward "needs" (that line is the evidence);
-- it never touches a skill any finding calls malicious, nor any other code.
+How it combines with the rules (the seventh round's frozen design): the rules stay the first opinion and the
+classifier may only ADD a verdict, never clear one - like the LLM second opinion (screen/opinion.py). It adds
+needs_live_service when the rules found neither needs_external_account nor needs_live_service (and the stand-in
+policy did not waive one), its probability reaches `threshold`, and a line of SKILL.md that names a remote host,
+a URL, an account or an auth term (`ANCHOR`) pushes toward "needs": that line is the evidence. It never touches a
+skill any finding calls malicious, nor any other code.
+Why no clearing: the sixth round's opinion also cleared the rules' verdict below p 0.5. On the tune half its only
+gain there was clearing stated credential requirements of self-hosting skills, and that same path cleared
+developer skills from other hubs that do need a key (the shared corpus's credential tags fell from 17/21 to 10/21);
+guarded so that it cleared only softer evidence, it lost more credentials-or-live skills than eligible ones it
+freed on every tune-half estimate. Why the anchor: a confident document with no such line (an example log line
+naming a local path such as `/api/checkout`) is a score, not evidence.
 """
 
 from __future__ import annotations
@@ -37,7 +41,19 @@ MAX_CHARS = 20_000  # the head of SKILL.md: set-up sections come first, long ref
 MIN_EVIDENCE_CHARS = 12  # shorter lines (a bare heading, a fence) make poor evidence
 CRED_LIVE = frozenset({ReasonCode.NEEDS_EXTERNAL_ACCOUNT, ReasonCode.NEEDS_LIVE_SERVICE})
 RULE_ADD = "learned.needs_live_service"
-RULE_CLEAR = "learned.local"
+_LOCAL = r"(localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])\b"
+_PLACEHOLDER = r"[\w.-]*(example\.(com|org|net)|\.invalid|\.test|\.localhost)\b"
+# What an evidence line must name: a URL of a remote (non-local, non-placeholder) host, a bare domain name, an
+# account of the user's, or an authentication term (keys, access tokens, logins, OAuth, webhooks, credential-named
+# variables). Bare "token" (LLM tokens) and "account" (a ledger account) are not enough on their own.
+ANCHOR = re.compile(
+    rf"https?://(?!{_LOCAL})(?!{_PLACEHOLDER})[\w-]+(\.[\w-]+)+"
+    r"|(?<![\w./@-])([a-z0-9-]+\.)+(com|io|org|net|ai|dev|app|co|cloud|xyz|gov|edu|tv)\b"
+    r"|\b(api[\s_-]?keys?|apikey|(access|auth|api|bot|bearer|refresh|session)[\s_-]?tokens?|personal\s+access\s+tokens?"
+    r"|oauth\w*|log\s*-?\s*in|sign\s*-?\s*(in|up)|credentials?|client[\s_-]?secrets?|secret[\s_-]?keys?"
+    r"|authenticat\w*|authori[sz]\w*|bearer|webhooks?|(your|an?)\s+([\w.-]+\s+)?accounts?)\b"
+    r"|\b[A-Z0-9]+_(API_?KEY|APIKEY|TOKEN|SECRET|ACCESS_KEY|CLIENT_SECRET)\b",
+    re.IGNORECASE)
 
 
 def document(name: str | None, description: str | None, frontmatter: dict[str, Any], files: list[str],
@@ -46,6 +62,12 @@ def document(name: str | None, description: str | None, frontmatter: dict[str, A
     The training script builds its documents with this function, so the crawl reads skills the same way."""
     fm = yaml.safe_dump(frontmatter, allow_unicode=True, sort_keys=True) if frontmatter else ""
     return f"{name or ''}\n{description or ''}\n{fm}\nFILES {' '.join(files)}\n{body[:MAX_CHARS]}"
+
+
+def evidence_lines(body: str) -> list[str]:
+    """The body lines that may carry the opinion's evidence: long enough and naming a remote service (`ANCHOR`).
+    The experiment (learned_opinion.py) scores the same lines."""
+    return [t for t in (ln.strip() for ln in body.split("\n")) if len(t) >= MIN_EVIDENCE_CHARS and ANCHOR.search(t)]
 
 
 class LearnedModel:
@@ -81,17 +103,11 @@ class LearnedModel:
     def probability(self, doc: str) -> float:
         return 1.0 / (1.0 + math.exp(-(self.margin(doc) + self.intercept)))
 
-    def evidence(self, body: str, sign: int) -> tuple[str, float] | None:
-        """(line, score) of the body line pushing furthest in `sign`'s direction (+1 needs, -1 local)."""
-        best: tuple[str, float] | None = None
-        for line in body.split("\n"):
-            text = line.strip()
-            if len(text) < MIN_EVIDENCE_CHARS:
-                continue
-            s = sign * self.margin(text)
-            if s > 0 and (best is None or s > best[1]):
-                best = (text, s)
-        return best
+    def evidence(self, body: str) -> tuple[str, float] | None:
+        """(line, score) of the evidence line (`evidence_lines`) pushing furthest toward 'needs'; None when none
+        pushes that way."""
+        scored = [(line, self.margin(line)) for line in evidence_lines(body)]
+        return max((s for s in scored if s[1] > 0), key=lambda s: s[1], default=None)
 
 
 @cache
@@ -101,22 +117,13 @@ def load_model(path: Path = MODEL_FILE) -> LearnedModel:
 
 def revise(findings: list[Finding], doc: str, body: str, skill_md: str, skill_file: str,
            model: LearnedModel | None = None) -> list[Finding]:
-    """The rules' findings with the classifier's verdict on cred/live applied (module docstring)."""
-    if any(f.code == ReasonCode.MALICIOUS for f in findings):
-        return findings
+    """The rules' findings, plus needs_live_service when the classifier adds it (module docstring)."""
+    if any(f.code in CRED_LIVE | {ReasonCode.MALICIOUS, ReasonCode.STANDIN_POSSIBLE} for f in findings):
+        return findings  # the rules decided, or the stand-in policy did, or the skill is malicious
     m = model or load_model()
     p = m.probability(doc)
-    cred_live = [f for f in findings if f.code in CRED_LIVE]
-    if cred_live and p < m.threshold and not any(f.rule.startswith("req.") for f in cred_live):
-        line, _ = m.evidence(body, -1) or ("", 0.0)
-        rules = ", ".join(sorted({f.rule.split("@")[0] for f in cred_live}))
-        note = Finding(code=ReasonCode.CLEARED_BY_MODEL, rule=RULE_CLEAR, file=skill_file,
-                       line=line_of(skill_md, line), text=f"p={p:.2f} cleared ({rules}): {line}"[:200])
-        return [f for f in findings if f.code not in CRED_LIVE] + [note]
-    waived = any(f.code == ReasonCode.STANDIN_POSSIBLE for f in findings)  # the stand-in policy decided it
-    if not cred_live and not waived and p >= m.threshold:
-        hit = m.evidence(body, +1)
-        if hit is not None:
-            return [*findings, Finding(code=ReasonCode.NEEDS_LIVE_SERVICE, rule=RULE_ADD, file=skill_file,
-                                       line=line_of(skill_md, hit[0]), text=f"p={p:.2f}: {hit[0]}"[:200])]
-    return findings
+    hit = m.evidence(body) if p >= m.threshold else None
+    if hit is None:
+        return findings
+    return [*findings, Finding(code=ReasonCode.NEEDS_LIVE_SERVICE, rule=RULE_ADD, file=skill_file,
+                               line=line_of(skill_md, hit[0]), text=f"p={p:.2f}: {hit[0]}"[:200])]
