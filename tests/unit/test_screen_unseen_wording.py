@@ -1,0 +1,106 @@
+"""Rule behaviours that over-fired on wording the rules were not tuned on (issue 14, seventh round), each found on
+the tune half (rule support, and the earlier rule books replayed on later rounds' tune entries:
+benchmarks/screening_set/rule_support.py) and fixed by context rather than by wording: a file name is no host, a
+network range no device, software wiring no hardware, a product's own name no context for itself, a macOS command
+with a Linux alternative one platform among several. Every fixture is written by us."""
+
+from __future__ import annotations
+
+import pytest
+
+from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.skillhub.screen.rules import load_rule_book
+from tests.unit.screen_support import rules, screen_text
+
+HARDWARE = ReasonCode.NEEDS_HARDWARE
+OS = ReasonCode.OS_OR_GUI_SPECIFIC
+TOOL = {"name": "notes-sync", "description": "Sync notes between folders.", "license": "MIT"}
+
+
+# ------------------------------------------------------------------------------------------------ hardware
+@pytest.mark.parametrize("line", [
+    "cp .env.example .env.local",
+    "nano ~/.config/sandbox/myapp.local",
+    'GIT_CONFIG_GLOBAL="/home/dev/.gitconfig.local"',
+    "push \"route 192.168.4.0 255.255.255.0\"",
+    "allowed_networks: 10.20.0.0/16",
+])
+def test_a_file_name_or_a_network_range_is_no_lan_device(line):
+    assert _rule("hw.device_network").rx.search(line) is None
+
+
+@pytest.mark.parametrize("line", [
+    "ssh pi@garden-cam.local",
+    "curl http://hallway-panel.local:8080/api/state",
+    "wake --mac AA:BB:CC:DD:EE:01 --ip 192.168.7.41 --mask 255.255.255.0",
+])
+def test_a_lan_host_or_address_is_still_a_device(line):
+    assert _rule("hw.device_network").rx.search(line)
+
+
+def _rule(rule_id: str):
+    return next(r for r in load_rule_book().rules if r.rule.id == rule_id)
+
+
+def test_wiring_up_software_is_no_device_work():
+    skill = ("# Feature prototyping\n\nMock the page with fake data before wiring real routes.\n"
+             "Then end with the wiring plan and wire up the state store.\n")
+    found = screen_text(skill + "\n- Wire the sensor to GPIO 4 on the board.\n", frontmatter=TOOL)
+    hits = [f for f in found if f.rule == "hw.device_work"]
+    assert all("sensor" in f.text for f in hits)
+
+
+def test_a_printer_of_a_code_analyser_is_no_printer():
+    """The family's own word is no context for itself; a print job is."""
+    printers = next(f for f in load_rule_book().vocabulary if f.family.id == "printers_nas")
+    assert printers.body_near is not None
+    assert printers.body_near.search("Use the inheritance printer to visualise the contract graph.") is None
+    assert printers.body_near.search("Send the PDF to the office printer as a duplex print job.")
+
+
+# ---------------------------------------------------------------------------------------------- os / gui
+CLIPBOARD = """# Share snippet
+
+Format the snippet, then copy it to the clipboard:
+
+```bash
+snippet fmt notes.md | pbcopy          # macOS
+snippet fmt notes.md | xclip -sel clip # Linux
+```
+"""
+
+SERVICE = """# Nightly digest
+
+Run the digest every night as a background job.
+
+- macOS: `launchctl load ~/Library/LaunchAgents/dev.digest.plist`
+- Linux: `systemctl --user enable --now digest.timer`
+"""
+
+
+@pytest.mark.parametrize("skill_md", [CLIPBOARD, SERVICE])
+def test_a_macos_command_with_a_linux_alternative_is_one_platform_among_several(skill_md):
+    assert OS not in {f.code for f in screen_text(skill_md, frontmatter=TOOL)}
+
+
+def test_a_single_macos_utility_does_not_decide_alone():
+    skill = "# Digest\n\nBuild the digest with `digest build`, then `digest show | pbcopy` to paste it.\n"
+    assert OS not in {f.code for f in screen_text(skill, frontmatter=TOOL)}
+
+
+def test_avoiding_applescript_is_no_applescript():
+    skill = "# Calendar export\n\nReads the exported .ics files directly, without AppleScript dialogs.\n"
+    assert OS not in {f.code for f in screen_text(skill, frontmatter=TOOL)}
+
+
+def test_macos_only_automation_still_counts():
+    skill = ("# Window tidy\n\nArranges the user's desktop windows.\n\n```bash\n"
+             "osascript -e 'tell application \"Finder\" to set bounds of window 1 to {0, 0, 800, 600}'\n```\n")
+    assert OS in {f.code for f in screen_text(skill, frontmatter=TOOL)}
+
+
+def test_macos_only_option_in_a_per_platform_list_is_not_the_skill():
+    skill = ("# Secrets loader\n\nLoads the local `.env` file into the shell.\n\n"
+             "- `--keychain` (macOS only): read the values from the login keychain\n"
+             "- `--secret-tool` (Linux only): read them from the Secret Service\n")
+    assert "os.only_statement" not in rules(screen_text(skill, frontmatter=TOOL), OS)
