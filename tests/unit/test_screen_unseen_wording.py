@@ -104,3 +104,78 @@ def test_macos_only_option_in_a_per_platform_list_is_not_the_skill():
              "- `--keychain` (macOS only): read the values from the login keychain\n"
              "- `--secret-tool` (Linux only): read them from the Secret Service\n")
     assert "os.only_statement" not in rules(screen_text(skill, frontmatter=TOOL), OS)
+
+
+# ------------------------------------------------------------------------------------------ accounts
+ACCOUNT = ReasonCode.NEEDS_EXTERNAL_ACCOUNT
+AUDIT = {"name": "config-audit", "description": "Audit the agent's config file for insecure settings.",
+         "license": "MIT"}
+
+AUDIT_REPORT = """# Config audit
+
+Reads `config.json` and reports each insecure setting with a fix.
+
+## Report template
+
+```markdown
+### Finding: key stored in plain text
+**Fix:**
+```bash
+export ACME_API_KEY="sk-xxxx"
+```
+"""
+
+
+def test_a_credential_in_an_audit_skills_fix_suggestion_is_a_sample():
+    assert ACCOUNT not in {f.code for f in screen_text(AUDIT_REPORT, frontmatter=AUDIT)}
+
+
+def test_the_same_credential_in_a_product_skill_is_still_its_key():
+    skill = AUDIT_REPORT.replace("# Config audit", "# Acme reports")
+    found = screen_text(skill, frontmatter={"name": "acme-reports", "description": "Acme sales reports.",
+                                            "license": "MIT"})
+    assert ACCOUNT in {f.code for f in found}
+
+
+def test_a_scanner_that_needs_a_key_still_needs_it():
+    skill = ("# Hash lookup\n\n## Setup\n\nGet an API key from your hashscope.io account and set it:\n\n"
+             "```bash\nexport HASHSCOPE_API_KEY=...\n```\n")
+    found = screen_text(skill, frontmatter={"name": "hash-scanner", "description": "Scan file hashes.",
+                                            "license": "MIT"})
+    assert ACCOUNT in {f.code for f in found}
+
+
+GATEWAY_TOKEN = """# Gateway hardening
+
+## Fix 2: gateway auth
+
+Set `gateway.auth.mode` to `"token"` and set a token if none exists yet:
+```json
+{ "gateway": { "auth": { "mode": "token", "token": "<GENERATED>" } } }
+```
+Make the token with:
+```bash
+openssl rand -hex 24
+```
+"""
+
+
+def test_a_token_made_on_the_spot_by_a_local_generator_is_no_account():
+    found = screen_text(GATEWAY_TOKEN, frontmatter={"name": "gateway-hardening", "description": "Harden the "
+                                                    "local gateway config.", "license": "MIT"})
+    assert ACCOUNT not in {f.code for f in found}
+
+
+@pytest.mark.parametrize("host", ["http://localhost:3456/api/v1/tasks", "https://warehouse.example.com/ingest"])
+def test_an_auth_header_for_the_users_own_or_a_placeholder_server_is_no_third_party_account(host):
+    skill = (f"# Pipelines\n\nA step of the sample pipeline:\n\n```yaml\ncommand: |\n  curl -X POST {host} \\\n"
+             "    -H \"Authorization: Bearer $PIPE_TOKEN\" -d @out.json\n```\n\n## Remote feed\n\n"
+             "Report sizes to the team with `digest --send-to <url>`; set `export DIGEST_API_KEY=<key>`.\n")
+    found = screen_text(skill, frontmatter=TOOL)
+    assert "acct.auth_header" not in rules(found, ACCOUNT)
+
+
+def test_an_auth_header_for_a_vendor_api_still_counts():
+    skill = ("# Pipelines\n\n```bash\ncurl -X POST https://api.acmecloud.io/v2/ingest \\\n"
+             "  -H \"Authorization: Bearer $ACME_TOKEN\" -d @out.json\n```\n")
+    assert "acct.auth_header" in rules(screen_text(skill, frontmatter=TOOL), ACCOUNT)
