@@ -179,3 +179,39 @@ def test_an_auth_header_for_a_vendor_api_still_counts():
     skill = ("# Pipelines\n\n```bash\ncurl -X POST https://api.acmecloud.io/v2/ingest \\\n"
              "  -H \"Authorization: Bearer $ACME_TOKEN\" -d @out.json\n```\n")
     assert "acct.auth_header" in rules(screen_text(skill, frontmatter=TOOL), ACCOUNT)
+
+
+# ------------------------------------------------------------------------------------------ live service
+@pytest.mark.parametrize("line", [
+    "echo | openssl s_client -connect mysite.com:443 -servername mysite.com",
+    "dig @8.8.8.8 example.com",
+    "nslookup google.com",
+])
+def test_a_probe_of_a_placeholder_or_a_well_known_host_names_no_target(line):
+    assert _rule("live.remote_host_probe").rx.search(line) is None
+
+
+def test_a_probe_of_a_named_host_is_still_live():
+    assert _rule("live.remote_host_probe").rx.search("dig +short mx status.acmecloud.io")
+
+
+ORDERS_API = """# Orders API
+
+Scaffold the service and its routes:
+
+- `GET /orders/{id}` returns one order
+- `POST /orders` creates one
+
+Run it with `uvicorn app:app` and try `curl http://localhost:8000/orders/1`.
+"""
+
+
+def test_the_endpoints_of_an_api_the_skill_builds_are_not_a_service_it_calls():
+    builder = {"name": "orders-api", "description": "Build a REST API for orders with FastAPI.", "license": "MIT"}
+    assert ReasonCode.NEEDS_LIVE_SERVICE not in {f.code for f in screen_text(ORDERS_API, frontmatter=builder)}
+
+
+def test_the_same_endpoints_in_a_client_skill_are_a_service_it_calls():
+    client = {"name": "orders-client", "description": "Look up orders in the shop's order service.",
+              "license": "MIT"}
+    assert ReasonCode.NEEDS_LIVE_SERVICE in {f.code for f in screen_text(ORDERS_API, frontmatter=client)}
