@@ -215,3 +215,31 @@ def test_the_same_endpoints_in_a_client_skill_are_a_service_it_calls():
     client = {"name": "orders-client", "description": "Look up orders in the shop's order service.",
               "license": "MIT"}
     assert ReasonCode.NEEDS_LIVE_SERVICE in {f.code for f in screen_text(ORDERS_API, frontmatter=client)}
+
+
+def test_the_ios_half_of_a_cross_platform_mobile_workflow_is_no_macos_requirement():
+    skill = ("# Mobile smoke test\n\nBoot a device and install the build:\n\n```bash\n"
+             "xcrun simctl boot 'iPhone 15'      # iOS\nadb install app-debug.apk         # Android\n```\n")
+    assert OS not in {f.code for f in screen_text(skill, frontmatter=TOOL)}
+
+
+def test_an_ios_only_build_still_needs_macos():
+    skill = "# iOS build\n\n```bash\nxcodebuild -scheme App -sdk iphonesimulator build\n```\n"
+    assert OS in {f.code for f in screen_text(skill, frontmatter=TOOL)}
+
+
+@pytest.mark.parametrize("line", [
+    "| `index_mode` | no | `prefer` | controls Serena MCP usage for symbol lookups |",
+    "**MCP tools (local environment):** the tracker's own server must be running",
+])
+def test_a_local_mcp_server_is_no_product_account(line):
+    assert _mcp_hit(line) is False
+
+
+def test_a_products_mcp_server_is_still_account_evidence():
+    assert _mcp_hit("Look up open cards through the Acmeboard MCP server.") is True
+
+
+def _mcp_hit(line: str) -> bool:
+    rule = _rule("acct.mcp_dependency")
+    return bool(rule.rx.search(line)) and not (rule.unless is not None and rule.unless.search(line))
