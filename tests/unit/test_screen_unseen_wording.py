@@ -243,3 +243,19 @@ def test_a_products_mcp_server_is_still_account_evidence():
 def _mcp_hit(line: str) -> bool:
     rule = _rule("acct.mcp_dependency")
     return bool(rule.rx.search(line)) and not (rule.unless is not None and rule.unless.search(line))
+
+
+@pytest.mark.parametrize("line", [
+    "10.1.2.3 [04/Feb/2025:09:12:44 +0000] POST /api/orders 502 0.31s",
+    "upstream: GET /api/orders HTTP/1.1 502 (timeout)",
+    "2025-02-04T09:12:44Z INFO GET /api/orders 200 12ms",
+])
+def test_a_request_in_a_log_sample_is_data_not_a_call(line):
+    rule = _rule("live.http_endpoints")
+    assert rule.rx.search(line) and rule.unless is not None and rule.unless.search(line)
+
+
+def test_a_documented_endpoint_is_still_one():
+    rule = _rule("live.http_endpoints")
+    line = "- `GET /v2/orders/{id}` returns one order"
+    assert rule.rx.search(line) and not (rule.unless is not None and rule.unless.search(line))
