@@ -259,3 +259,23 @@ def test_a_documented_endpoint_is_still_one():
     rule = _rule("live.http_endpoints")
     line = "- `GET /v2/orders/{id}` returns one order"
     assert rule.rx.search(line) and not (rule.unless is not None and rule.unless.search(line))
+
+
+# ------------------------------------------------------------------------------------------ vocabulary
+PREVIEW = """# Product preview checklist
+
+Ask which systems are in use: the storefront, e.g. Shopify, and any app that stores custom fields.
+Then check the preview against the API token scopes listed in `scopes.md` and the account settings page.
+Log in to the merchant dashboard to compare the two.
+"""
+
+
+def test_a_product_named_as_an_example_is_no_vocabulary_evidence():
+    found = screen_text(PREVIEW, frontmatter=TOOL)
+    assert not any(f.rule.startswith("vocab.saas") for f in found)
+    assert ACCOUNT not in {f.code for f in found}
+
+
+def test_the_same_product_named_as_the_tool_is_evidence():
+    skill = PREVIEW.replace("the storefront, e.g. Shopify,", "the Shopify storefront")
+    assert "vocab.saas.body" in rules(screen_text(skill, frontmatter=TOOL), ACCOUNT)

@@ -150,6 +150,9 @@ class ContextSpec(_Strict):
                               "side channel, not to the main workflow.")
     side_channel_skill: str = Field(description="A skill whose frontmatter name matches is about messaging or "
                                     "notifications: for it the side channel is the workflow.")
+    example_mention: str = Field(description="What precedes a product named as an illustration on its line "
+                                 "(`e.g. Shopify`, `such as Datadog`, `如Shopify`): an example, not a requirement "
+                                 "(vocabulary body mentions; searched on the line up to the term).")
     example_line: str = Field(description="A usage example sentence (`**Example:** ...`): products it names "
                               "illustrate, they are not requirements (vocabulary body mentions).")
 
@@ -355,6 +358,7 @@ class CompiledBook:
         self.side_channel = _compile(ctx.side_channel)
         self.side_channel_skill = _compile(ctx.side_channel_skill)
         self.example_line = _compile(ctx.example_line)
+        self.example_mention = _compile(ctx.example_mention)
         req = book.requirements
         self.requirement_kinds = {kind: _compile(rx) for kind, rx in req.kinds.items()}
         self.requires_key = _compile(req.requires_key)
