@@ -279,3 +279,14 @@ def test_a_product_named_as_an_example_is_no_vocabulary_evidence():
 def test_the_same_product_named_as_the_tool_is_evidence():
     skill = PREVIEW.replace("the storefront, e.g. Shopify,", "the Shopify storefront")
     assert "vocab.saas.body" in rules(screen_text(skill, frontmatter=TOOL), ACCOUNT)
+
+
+@pytest.mark.parametrize("line, physical", [
+    ("agent-browser mouse down left         # Press button", False),
+    ("Press the Submit button on the signup page.", False),
+    ("Hold the pairing button on the hub for 10 seconds until the LED blinks.", True),
+])
+def test_a_button_on_a_screen_is_no_device(line, physical):
+    rule = _rule("hw.physical_action")
+    hit = bool(rule.rx.search(line)) and not (rule.unless is not None and rule.unless.search(line))
+    assert hit is physical
