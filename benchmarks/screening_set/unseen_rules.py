@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,12 +53,18 @@ print(json.dumps({i.id: {"got": sorted(i.got), "rules": sorted({f.rule.split("@"
 
 def earlier_verdicts(round_: int, commit: str) -> dict[str, dict]:
     """The verdicts of the rule book at `commit` on the round's tune entries (its own code, in a subprocess)."""
+    return run_at(commit, DUMP.replace("ROUND", str(round_)))
+
+
+def run_at(commit: str, script: str) -> Any:
+    """Run `script` in a `git archive` of `commit` (today's entries and labels) and decode its last output line as
+    JSON: the code of that day screens, not today's."""
     with tempfile.TemporaryDirectory(prefix="s2e-unseen-rules-") as tmp:
         tree = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=tree, check=True)
         for name in ("entries.yaml", "labels.yaml"):
             shutil.copy(HERE / name, Path(tmp) / "benchmarks" / "screening_set" / name)
-        out = subprocess.run([sys.executable, "-c", DUMP.replace("ROUND", str(round_))], cwd=tmp, check=True,
+        out = subprocess.run([sys.executable, "-c", script], cwd=tmp, check=True,
                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": tmp})
     return json.loads(out.stdout.strip().splitlines()[-1])
 

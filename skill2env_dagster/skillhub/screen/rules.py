@@ -58,6 +58,9 @@ class Rule(_Strict):
     unless_skill: str | None = Field(default=None, description="The rule is off for a skill whose name or description "
                                      "matches this regex (a skill that builds MCP servers does not depend on one).")
     near: list[str] = Field(default_factory=list, description="Each regex must match within near_window lines.")
+    unless_near: str | None = Field(default=None, description="A hit is ignored when this regex matches within "
+                                    "near_window lines (a Linux alternative next to a macOS command: one platform "
+                                    "among several, not a requirement).")
     near_window: int = Field(default=0, ge=0, le=20)
     triggers: list[str] = Field(default_factory=list, description="Lower-case substrings, one of which every match "
                                 "contains; only lines holding one are searched.")
@@ -104,9 +107,14 @@ class Rule(_Strict):
             rx=_compile(self.pattern, flags | re.MULTILINE),
             unless=_compile(self.unless, re.IGNORECASE) if self.unless else None,
             unless_skill=_compile(self.unless_skill, re.IGNORECASE) if self.unless_skill else None,
-            near=tuple(_compile(n, re.IGNORECASE) for n in self.near),
+            near=tuple(_compile(n, re.IGNORECASE) for n in [*self.near, *_absent(self.unless_near)]),
             under_heading=_compile(self.under_heading, re.IGNORECASE) if self.under_heading else None,
         )
+
+
+def _absent(pattern: str | None) -> list[str]:
+    """`unless_near` as one more `near` regex: it matches a window only where `pattern` matches nowhere in it."""
+    return [] if pattern is None else [rf"\A(?![\s\S]*(?:{pattern}))"]
 
 
 class CompiledRule:
@@ -142,6 +150,9 @@ class ContextSpec(_Strict):
                               "side channel, not to the main workflow.")
     side_channel_skill: str = Field(description="A skill whose frontmatter name matches is about messaging or "
                                     "notifications: for it the side channel is the workflow.")
+    example_mention: str = Field(description="What precedes a product named as an illustration on its line "
+                                 "(`e.g. Shopify`, `such as Datadog`, `如Shopify`): an example, not a requirement "
+                                 "(vocabulary body mentions; searched on the line up to the term).")
     example_line: str = Field(description="A usage example sentence (`**Example:** ...`): products it names "
                               "illustrate, they are not requirements (vocabulary body mentions).")
 
@@ -347,6 +358,7 @@ class CompiledBook:
         self.side_channel = _compile(ctx.side_channel)
         self.side_channel_skill = _compile(ctx.side_channel_skill)
         self.example_line = _compile(ctx.example_line)
+        self.example_mention = _compile(ctx.example_mention)
         req = book.requirements
         self.requirement_kinds = {kind: _compile(rx) for kind, rx in req.kinds.items()}
         self.requires_key = _compile(req.requires_key)

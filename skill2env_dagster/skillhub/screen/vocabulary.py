@@ -95,7 +95,8 @@ def _term_lines(texts: dict[str, str], skill_file: str, book: CompiledBook, *,
         for offset, term in hits:
             n = bisect_right(starts, offset)
             line = _line(text, starts, n)
-            if n < first_body_line or book.example_line.search(line):
+            if n < first_body_line or book.example_line.search(line) or _named_as_example(text, starts, n, offset,
+                                                                                           book):
                 continue
             if side_channels:
                 lines = lines if lines is not None else text.split("\n")
@@ -106,6 +107,11 @@ def _term_lines(texts: dict[str, str], skill_file: str, book: CompiledBook, *,
             found.append((n, term, line))
         out[path] = found
     return out
+
+
+def _named_as_example(text: str, starts: list[int], n: int, offset: int, book: CompiledBook) -> bool:
+    """The term at `offset` (on 1-based line n) follows an inline example marker ("e.g.", "such as", "如")."""
+    return bool(book.example_mention.search(text[starts[n - 1]:offset]))
 
 
 def _body(fam: CompiledFamily, body_terms: dict[str, list[tuple[int, str, str]]], texts: dict[str, str],
