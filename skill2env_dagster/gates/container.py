@@ -63,10 +63,25 @@ kill -s CONT "$KEEPER" 2>/dev/null
 """
 
 # Print the keeper's pid (init's child) and any grading path the image should not contain, then make log dirs.
-_SETUP = """cat /proc/1/task/1/children
+# On a busy engine the exec can start before init has forked the keeper: wait for it (up to 10 s), because a reap
+# with no keeper kills the container's only long-lived process, and the trial with it.
+_SETUP = """i=0; kids=""
+while [ -z "$kids" ] && [ $i -lt 200 ]; do
+  kids=$(cat /proc/1/task/1/children); [ -n "$kids" ] || sleep 0.05; i=$((i+1))
+done
+echo "keeper ${kids:-none}"
 for p in /tests /solution /logs/verifier /logs/agent; do [ -e "$p" ] && echo "$p"; done
 mkdir -p /logs/agent /logs/verifier
 """
+
+
+def parse_setup(code: int | None, out: bytes) -> tuple[str, list[str]]:
+    """(keeper pid, grading paths the image already holds) from `_SETUP`'s output; InfraError when the keeper is
+    missing (never a path taken for a pid)."""
+    words = out.decode(errors="replace").split()
+    if code != 0 or len(words) < 2 or words[0] != "keeper" or not words[1].isdigit():
+        raise InfraError(ReasonCode.INTERNAL_ERROR, f"container setup failed: {out[-300:]!r}")
+    return words[1], [w for w in words[2:] if w.startswith("/")]
 
 
 @dataclass(frozen=True)
@@ -183,6 +198,7 @@ class Trial:
         self.container: Container | None = None
         self.cid = ""
         self.keeper = ""
+        self._reaping = threading.Lock()
         self.preexisting: list[str] = []  # grading paths the image already contained (it must contain none)
 
     def _hardened(self, image: str, labels: dict[str, str], **kw: Any) -> Container:
@@ -207,11 +223,7 @@ class Trial:
         try:
             self.container.start()
             code, raw = self.container.exec_run(["sh", "-c", _SETUP])
-            out = _bytes(raw)
-            words = out.decode(errors="replace").split()
-            if code != 0 or not words:
-                raise InfraError(ReasonCode.INTERNAL_ERROR, f"container setup failed: {out[-300:]!r}")
-            self.keeper, self.preexisting = words[0], words[1:]
+            self.keeper, self.preexisting = parse_setup(code, _bytes(raw))
             self.start_services()
         except BaseException:
             self.__exit__(None, None, None)
@@ -370,5 +382,14 @@ class Trial:
         return ExecResult(code, False, res.seconds, rest)
 
     def reap(self, timeout: float = 15.0) -> ExecResult:
-        """Kill every process but init and the keeper (see REAP)."""
-        return self.sh(REAP + '[ "${left:-0}" = 0 ] && echo reaped', timeout)
+        """Kill every process but init and the keeper (see REAP). One reap at a time: a reaper stops and kills
+        every process it does not keep, a second reaper's shell included (a command's watchdog and a rollout's
+        deadline can fire together)."""
+        with self._reaping:
+            return self.sh(REAP + '[ "${left:-0}" = 0 ] && echo reaped', timeout)
+
+    def reap_or_kill(self) -> None:
+        """Stop every agent process; kill the container when even that fails (the files stay readable)."""
+        res = self.reap(timeout=10.0)
+        if res.died or res.timed_out or b"reaped" not in res.output:
+            self.kill()

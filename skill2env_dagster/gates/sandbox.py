@@ -191,12 +191,12 @@ class Sandbox:
         if even that fails the container is killed, and `verify()` then reports `container_died`."""
         self._touch()
         return self.trial.run_script(["/bin/sh", "-c", command], log_path, timeout,
-                                     env={**AGENT_ENV, **(env or {})}, on_timeout=self._reap_or_kill)
+                                     env={**AGENT_ENV, **(env or {})}, on_timeout=self.trial.reap_or_kill)
 
     def run(self, command: str, timeout: float, env: dict[str, str] | None = None) -> ExecResult:
         """Agent-phase command whose stdout the caller reads (short probes; no log, output not capped)."""
         self._touch()
-        return self.trial.sh(command, timeout, {**AGENT_ENV, **(env or {})}, on_timeout=self._reap_or_kill)
+        return self.trial.sh(command, timeout, {**AGENT_ENV, **(env or {})}, on_timeout=self.trial.reap_or_kill)
 
     def run_solution(self, solution_dir: Path, script: str, timeout: float) -> ExecResult:
         """Copy solution/ to /solution and run one of its scripts like Harbor's Oracle ([solution].env set).
@@ -212,11 +212,6 @@ class Sandbox:
 
     def _touch(self) -> None:
         self.dirty, self._settled = True, None
-
-    def _reap_or_kill(self) -> None:
-        res = self.trial.reap(timeout=10.0)
-        if res.died or res.timed_out or b"reaped" not in res.output:
-            self.trial.kill()
 
     # --- verify ------------------------------------------------------------------------------------------------
     def settle(self) -> Settled:

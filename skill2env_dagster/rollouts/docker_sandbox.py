@@ -195,10 +195,7 @@ class DockerSandbox:
 
     def kill(self) -> None:
         """Every agent process is stopped (the trial's reaper); the container itself if even that fails."""
-        trial = self.sandbox.trial
-        res = trial.reap(timeout=10.0)
-        if res.died or res.timed_out or b"reaped" not in res.output:
-            trial.kill()
+        self.sandbox.trial.reap_or_kill()
 
     def revive(self) -> None:
         """After kill() the files are still there: nothing to do, unless the container had to be killed."""

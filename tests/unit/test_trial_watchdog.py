@@ -10,8 +10,11 @@ import threading
 import time
 from typing import Any
 
-from skill2env_dagster.gates.container import Trial
+import pytest
+
+from skill2env_dagster.gates.container import Trial, parse_setup
 from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.reasons import InfraError
 
 
 class _Box:
@@ -54,3 +57,41 @@ def test_a_command_in_time_does_not_wait_for_the_watchdog() -> None:
     res = _trial(Quick()).sh("true", timeout=5, on_timeout=lambda: called.append(1))
     assert (res.exit_code, res.timed_out, res.output) == (0, False, b"ok")
     assert time.perf_counter() - start < 1 and not called
+
+
+def test_two_reaps_never_run_at_once() -> None:
+    """A command's watchdog and a rollout's deadline can both reap; each reaper stops and kills every process it does
+    not keep, so two at once would kill each other (and then the container)."""
+    class Counting(_Box):
+        def __init__(self) -> None:
+            super().__init__()
+            self.running = self.most = 0
+            self.lock = threading.Lock()
+
+        def exec_run(self, cmd: list[str], environment: dict[str, str]) -> tuple[int, bytes]:
+            with self.lock:
+                self.running += 1
+                self.most = max(self.most, self.running)
+            time.sleep(0.2)
+            with self.lock:
+                self.running -= 1
+            return 0, b"reaped\n"
+
+    box = Counting()
+    trial = _trial(box)
+    threads = [threading.Thread(target=trial.reap_or_kill) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert box.most == 1
+
+
+@pytest.mark.parametrize("out", [b"keeper none\n", b"keeper none\n/tests\n", b"", b"/tests\n"])
+def test_a_setup_without_the_keeper_is_an_error_not_a_path_taken_for_a_pid(out: bytes) -> None:
+    with pytest.raises(InfraError):
+        parse_setup(0, out)
+
+
+def test_the_setup_gives_the_keeper_and_the_grading_paths_the_image_holds() -> None:
+    assert parse_setup(0, b"keeper 7 \n/tests\n/solution\n") == ("7", ["/tests", "/solution"])
