@@ -8,14 +8,11 @@ screen, and the crawl time. Errors are listed by id for the tune half only (unle
 read test errors: rules are kept or dropped on the tune half, the test half is read as aggregates (the set's README >
 Discipline). --round 1-2|3|5|6 scores one labelling round, --source owner/name one repository.
 
-Last measured (fifth round, test half of 355; tune half of 334 in brackets): credentials or live recall 76.0% (92.1%),
-goal >= 85, missed by 9.0 points; hardware recall 82.6% (95.7%), goal >= 80, met; malicious recall 92.9% (100%), goal
->= 95, missed by one skill; malicious false positives among benign 1.3% (0.0%), goal <= 1, missed (4 of 313, at most 3
-allowed); eligible wrongly screened out 23.5% (6.8%), goal <= 10, missed by 13.5 points. Before the round (fourth-
-round rules), on the same 355: 76.4%, 82.6%, 92.9%, 1.3%, 24.5%. With --learned (the seventh round's learned opinion,
-the crawl's default): 82.5%, 82.6%, 92.9%, 1.3%, 24.5% (the set's README > Learned second opinion). The sixth
-labelling round's 35 tune entries, unseen (--half tune --round 6): 66.7% (6/9) credentials or live, 4.5% (1/22)
-eligible wrongly screened out; with the sixth round's --learned 77.8%, 0.0%.
+Last measured (seventh round, test half of 400, the default crawl: rules + learned opinion; rules alone in brackets):
+credentials or live recall 82.4% (76.1%), goal >= 85; hardware recall 82.6% (82.6%), goal >= 80, met; malicious recall
+92.9% (92.9%), goal >= 95, missed by one skill; malicious false positives among benign 1.1% (1.1%), goal <= 1, missed
+(4 of 358); eligible wrongly screened out 21.8% (21.1%), goal <= 10. On the 355 test skills before the sixth labelling
+round: 82.5% (76.0%), 82.6%, 92.9%, 1.3%, 24.5% (23.5%). The set's README > Results has every round.
 
     .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5|6] [--list-test]
         [--learned]
