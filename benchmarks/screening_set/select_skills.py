@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/screening_set/select_skills.py --round3 [--write]   # the third labelling round
     .venv/bin/python benchmarks/screening_set/select_skills.py --round5 [--write]   # the fifth labelling round
     .venv/bin/python benchmarks/screening_set/select_skills.py --round6 [--write]   # the sixth labelling round
+    .venv/bin/python benchmarks/screening_set/select_skills.py --round7 [--write]   # the seventh labelling round
 
 The third round (`--round3`, README.md > "Third labelling round") draws NEW skills from two hubs not used before
 (ROUND3_SOURCES) and appends them to entries.yaml: earlier entries are kept verbatim, and a candidate whose folder
@@ -13,7 +14,9 @@ only skills the rules have never seen. Its entries carry `round: 3`. The fifth r
 round") does the same with two more hubs (ROUND5_SOURCES) and an `accounts` pool (ACCOUNT_WORDS), leaving out skills
 the same as any entry of rounds 1-3; its entries carry `round: 5`. The sixth round (`--round6`, README.md > "Sixth
 round") draws at random only from three developer/tooling hubs (ROUND6_SOURCES), leaving out skills the same as any
-entry of rounds 1-5 or any skill of ../shared/corpus; its entries carry `round: 6`.
+entry of rounds 1-5 or any skill of ../shared/corpus; its entries carry `round: 6`. The seventh round
+(`--round7`) does the same with two ClawHub-style hubs (ROUND7_SOURCES), leaving out skills the same as any entry of
+rounds 1-6 or any skill of ../shared/corpus; its entries carry `round: 7`.
 
 The selection is deterministic: candidates are ordered by a SHA-256 of (seed, repo, folder), so re-running on the
 same mirrors gives the same entries. Pools (see README.md for why each exists):
@@ -120,6 +123,14 @@ ROUND6_SOURCES = (
     Source("agentskillexchange/skills", "2ffdadfcca8576cdf14caec9bbcda7162c393bbc", 25),
 )
 ROUND6_POOL_SIZES = {"devices": 0, "security": 0}
+# Seventh labelling round (added because the held-out test half is mostly ClawHub-style archive skills, where eligible
+# skills are most often wrongly screened out; see README.md): a later ClawHub archive converted to Claude plugins and
+# a small OpenClaw hub, random draws only, leaving out copies of earlier entries and of ../shared/corpus skills.
+ROUND7 = 7
+ROUND7_SOURCES = (
+    Source("dvcrn/openclaw-skills-marketplace", "67b1c2373b5ad4a345051bc48b47ca2a5d8f933c", 45),
+    Source("clawbotai/openclaw-skills", "e61d1c1dd02efd4fff1bcfbb46137b608a8a9230", 10),
+)
 # ../shared/corpus as the tests find it (`S2E_SHARED_DIR` overrides the folder beside the repository).
 CORPUS = Path(os.environ.get("S2E_SHARED_DIR", str(Path(__file__).resolve().parents[3] / "shared"))) / "corpus"
 
@@ -335,6 +346,14 @@ def select_round6(entries: list[dict]) -> list[dict]:
     return [{**e, "round": ROUND6} for e in new]
 
 
+def select_round7(entries: list[dict]) -> list[dict]:
+    """The seventh round's entries (marked `round: 7`), none the same skill as an entry of rounds 1-6 or a skill of
+    ../shared/corpus."""
+    seen = earlier_keys(entries, ROUND7) | corpus_keys()
+    new = select(ROUND7_SOURCES, ROUND6_POOL_SIZES, 0, seen)
+    return [{**e, "round": ROUND7} for e in new]
+
+
 def _fill(pool: str, size: int, pooled: list[Candidate], wanted, take) -> None:
     n = 0
     for c in pooled:
@@ -360,23 +379,29 @@ def main() -> None:
                     help=f"select the fifth round and (with --write) append it to {ENTRIES_FILE.name}")
     ap.add_argument("--round6", action="store_true",
                     help=f"select the sixth round and (with --write) append it to {ENTRIES_FILE.name}")
+    ap.add_argument("--round7", action="store_true",
+                    help=f"select the seventh round and (with --write) append it to {ENTRIES_FILE.name}")
     args = ap.parse_args()
     recorded = yaml.safe_load(ENTRIES_FILE.read_text()) if ENTRIES_FILE.exists() else []
     earlier = [e for e in recorded if e.get("round", 1) < ROUND]
     third = [e for e in recorded if e.get("round", 1) == ROUND]
     fifth = [e for e in recorded if e.get("round", 1) == ROUND5]
     sixth = [e for e in recorded if e.get("round", 1) == ROUND6]
+    seventh = [e for e in recorded if e.get("round", 1) == ROUND7]
     if args.round3:
         third = select_round3(earlier)
     elif args.round5:
         fifth = select_round5(earlier + third)
     elif args.round6:
         sixth = select_round6(earlier + third + fifth)
+    elif args.round7:
+        seventh = select_round7(earlier + third + fifth + sixth)
     else:
         earlier = select()
-    entries = earlier + third + fifth + sixth
+    entries = earlier + third + fifth + sixth + seventh
     shown, what = ((third, "third round") if args.round3 else (fifth, "fifth round") if args.round5
-                   else (sixth, "sixth round") if args.round6 else (earlier, "rounds 1-2"))
+                   else (sixth, "sixth round") if args.round6 else (seventh, "seventh round") if args.round7
+                   else (earlier, "rounds 1-2"))
     print(f"{len(entries)} entries; {what}: {len(shown)}")
     for key in ("pool", "repo", "half"):
         print(f"by {key}: {dict(Counter(e[key] for e in shown).most_common())}")
