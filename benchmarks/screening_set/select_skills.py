@@ -128,7 +128,7 @@ ROUND6_POOL_SIZES = {"devices": 0, "security": 0}
 # a small OpenClaw hub, random draws only, leaving out copies of earlier entries and of ../shared/corpus skills.
 ROUND7 = 7
 ROUND7_SOURCES = (
-    Source("dvcrn/openclaw-skills-marketplace", "67b1c2373b5ad4a345051bc48b47ca2a5d8f933c", 45),
+    Source("dvcrn/openclaw-skills-marketplace", "67b1c2373b5ad4a345051bc48b47ca2a5d8f933c", 70),
     Source("clawbotai/openclaw-skills", "e61d1c1dd02efd4fff1bcfbb46137b608a8a9230", 10),
 )
 # ../shared/corpus as the tests find it (`S2E_SHARED_DIR` overrides the folder beside the repository).
