@@ -14,8 +14,8 @@ credentials or live recall 82.4% (76.1%), goal >= 85; hardware recall 82.6% (82.
 (4 of 358); eligible wrongly screened out 21.8% (21.1%), goal <= 10. On the 355 test skills before the sixth labelling
 round: 82.5% (76.0%), 82.6%, 92.9%, 1.3%, 24.5% (23.5%). The set's README > Results has every round.
 
-    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5|6|7|8] [--list-test]
-        [--learned]
+    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5|6|7|8]
+        [--list-test] [--learned]
 
 --learned switches on the learned second opinion (screen/learned.py; on by default in the crawl, off here so that
 the figures are the rules' own unless asked; learned_opinion.py is the experiment that chose it). Its tune half is

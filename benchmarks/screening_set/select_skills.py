@@ -134,10 +134,10 @@ ROUND7_SOURCES = (
     Source("dvcrn/openclaw-skills-marketplace", "67b1c2373b5ad4a345051bc48b47ca2a5d8f933c", 70),
     Source("clawbotai/openclaw-skills", "e61d1c1dd02efd4fff1bcfbb46137b608a8a9230", 10),
 )
-# Eighth labelling round (README.md > "Eighth round"): a January 2026 backup of ClawHub (clawdhub.com, one folder per
-# author, some SKILL.md texts translated to Chinese) for the held-out half's ClawHub-style skills, and a developer hub of
-# engineering plugins (architecture, backend, ruby, ...), random draws only, leaving out copies of earlier entries and
-# of ../shared/corpus skills.
+# Eighth labelling round (README.md > "Eighth labelling round"): a January 2026 backup of ClawHub (clawdhub.com, one
+# folder per author, some SKILL.md texts translated to Chinese) for the held-out half's ClawHub-style skills, and a
+# developer hub of engineering plugins (architecture, core, Go, Java, Node, Python, React, Ruby), random draws only,
+# leaving out copies of earlier entries and of ../shared/corpus skills.
 ROUND8 = 8
 ROUND8_SOURCES = (
     Source("purpose168/moltbot-skills", "575a6866b4692e13173f4a3b125efb16131896d0", 60),
