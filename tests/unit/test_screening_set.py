@@ -77,6 +77,10 @@ def test_each_labelling_round_draws_from_hubs_new_to_the_set_and_outside_the_cor
     assert {e["repo"] for e in seventh} == {s.repo for s in select.ROUND7_SOURCES}
     assert len(seventh) == sum(s.random for s in select.ROUND7_SOURCES) == 80
     assert evaluate.ROUND_GROUPS[7] == "7"
+    eighth = [e for e in entries if e.get("round") == 8]
+    assert {e["repo"] for e in eighth} == {s.repo for s in select.ROUND8_SOURCES}
+    assert len(eighth) == sum(s.random for s in select.ROUND8_SOURCES) == 100
+    assert evaluate.ROUND_GROUPS[8] == "8"
 
 
 def test_the_report_skips_with_a_message_without_mirrors(tmp_path, monkeypatch, capsys):
