@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -81,6 +81,12 @@ def test_each_labelling_round_draws_from_hubs_new_to_the_set_and_outside_the_cor
     assert {e["repo"] for e in eighth} == {s.repo for s in select.ROUND8_SOURCES}
     assert len(eighth) == sum(s.random for s in select.ROUND8_SOURCES) == 100
     assert evaluate.ROUND_GROUPS[8] == "8"
+    ninth = [e for e in entries if e.get("round") == 9]
+    assert {e["repo"] for e in ninth} == {s.repo for s in select.ROUND9_SOURCES}
+    assert Counter(e["pool"] for e in ninth) == {
+        **{f"random:{s.repo}": s.random for s in select.ROUND9_SOURCES}, "security": 10}
+    assert all(e["half"] == select.half_of(e["group"]) for e in ninth)
+    assert evaluate.ROUND_GROUPS[9] == "9"
 
 
 def test_the_report_skips_with_a_message_without_mirrors(tmp_path, monkeypatch, capsys):
