@@ -7,6 +7,8 @@ frontmatter is still screened (a malformed skill can still be malicious), and re
 
 from __future__ import annotations
 
+import json
+import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -140,11 +142,34 @@ def _identity_text(fm: dict, skill_md: str) -> str:
 
 
 def _run_scripts(texts: dict[str, str], skill_file: str, book: CompiledBook) -> frozenset[str]:
-    """Scripts SKILL.md names by path (`python3 scripts/post.py`): the workflow runs them, so what they need the
-    workflow needs. Test fixtures are data, not steps; install and setup scripts are set-up, not the workflow."""
+    """Scripts SKILL.md names by path (`python3 scripts/post.py`), and the skill's own program: the workflow runs
+    them, so what they need the workflow needs. Test fixtures are data, not steps; install and setup scripts are
+    set-up, not the workflow."""
     md = texts.get(skill_file, "")
-    return frozenset(p for p in texts if p != skill_file and "/" in p and book.code_files.search(p)
-                     and not book.fixture_paths.search(p) and not book.setup_scripts.search(p) and p in md)
+    programs = [p for p in texts if p != skill_file and book.code_files.search(p)
+                and not book.fixture_paths.search(p) and not book.setup_scripts.search(p)]
+    named = {p for p in programs if "/" in p and p in md}
+    return frozenset(named | _entry_programs(texts, programs))
+
+
+def _entry_programs(texts: dict[str, str], programs: list[str]) -> set[str]:
+    """The skill's own program, where SKILL.md only names a command (`/skill code-optimizer`): the entry points its
+    package.json declares (`main`, `bin`) or, without one, the only program at the bundle's root. A paid tool's
+    subscription check or API key lives there, not in the prose."""
+    declared: set[str] = set()
+    try:
+        manifest = json.loads(texts.get("package.json", "") or "{}")
+    except ValueError:
+        manifest = {}
+    if isinstance(manifest, dict):
+        bins = manifest.get("bin")
+        entries = [manifest.get("main"), *(bins.values() if isinstance(bins, dict) else [bins])]
+        declared = {posixpath.normpath(e) for e in entries if isinstance(e, str) and e.strip()}
+    found = declared & set(programs)
+    if found or declared:
+        return found
+    root = [p for p in programs if "/" not in p]
+    return set(root) if len(root) == 1 else set()
 
 
 def _as_workflow(signals: list[Signal], scripts: frozenset[str]) -> list[Signal]:
