@@ -21,18 +21,18 @@ CREDENTIAL_CODES = {"needs_external_account", "needs_live_service"}
 def test_the_declared_entry_point_decides_like_skill_md():
     manifest = json.dumps({"name": "recipe-scaler", "main": "./lib/app.js"})
     found = codes(screen_text(SKILL_MD, {"package.json": manifest, "lib/app.js": PAID_JS}))
-    assert CREDENTIAL_CODES <= found
+    assert found >= CREDENTIAL_CODES
 
 
 def test_a_bin_entry_counts_and_an_undeclared_helper_does_not():
     manifest = json.dumps({"name": "recipe-scaler", "bin": {"recipe-scaler": "cli.js"}})
-    assert CREDENTIAL_CODES <= codes(screen_text(SKILL_MD, {"package.json": manifest, "cli.js": PAID_JS}))
+    assert codes(screen_text(SKILL_MD, {"package.json": manifest, "cli.js": PAID_JS})) >= CREDENTIAL_CODES
     helper_only = {"package.json": manifest, "cli.js": LOCAL_JS, "sync.js": PAID_JS}
     assert not CREDENTIAL_CODES & codes(screen_text(SKILL_MD, helper_only))
 
 
 def test_the_only_program_at_the_root_is_the_skills_program():
-    assert CREDENTIAL_CODES <= codes(screen_text(SKILL_MD, {"index.js": PAID_JS}))
+    assert codes(screen_text(SKILL_MD, {"index.js": PAID_JS})) >= CREDENTIAL_CODES
 
 
 def test_with_several_root_programs_and_no_manifest_none_is_the_entry():
@@ -45,4 +45,4 @@ def test_an_install_script_is_set_up_not_the_program():
 
 
 def test_a_broken_manifest_falls_back_to_the_root_program():
-    assert CREDENTIAL_CODES <= codes(screen_text(SKILL_MD, {"package.json": "{not json", "index.js": PAID_JS}))
+    assert codes(screen_text(SKILL_MD, {"package.json": "{not json", "index.js": PAID_JS})) >= CREDENTIAL_CODES
