@@ -342,18 +342,6 @@ def earlier_keys(entries: list[dict], before: int = ROUND) -> frozenset[str]:
     return frozenset(keys)
 
 
-def select_round3(entries: list[dict]) -> list[dict]:
-    """The third round's entries (marked `round: 3`), none the same skill as an earlier entry."""
-    new = select(ROUND3_SOURCES, ROUND3_POOL_SIZES, ROUND3_PER_CAMPAIGN, earlier_keys(entries))
-    return [{**e, "round": ROUND} for e in new]
-
-
-def select_round5(entries: list[dict]) -> list[dict]:
-    """The fifth round's entries (marked `round: 5`), none the same skill as an entry of rounds 1-3."""
-    new = select(ROUND5_SOURCES, ROUND5_POOL_SIZES, ROUND5_PER_CAMPAIGN, earlier_keys(entries, ROUND5))
-    return [{**e, "round": ROUND5} for e in new]
-
-
 def corpus_keys(corpus: Path = CORPUS) -> frozenset[str]:
     """`_keys` of every skill of the shared corpus (its SKILL.md files, nested ones included)."""
     if not (corpus / "manifest.json").exists():
@@ -365,36 +353,34 @@ def corpus_keys(corpus: Path = CORPUS) -> frozenset[str]:
     return frozenset(keys)
 
 
-def select_round6(entries: list[dict]) -> list[dict]:
-    """The sixth round's entries (marked `round: 6`), none the same skill as an entry of rounds 1-5 or a skill of
-    ../shared/corpus."""
-    seen = earlier_keys(entries, ROUND6) | corpus_keys()
-    new = select(ROUND6_SOURCES, ROUND6_POOL_SIZES, 0, seen)
-    return [{**e, "round": ROUND6} for e in new]
+@dataclass(frozen=True)
+class LaterRound:
+    """How a later labelling round draws: its hubs, pool sizes, lures per campaign, and whether copies of
+    ../shared/corpus skills are left out (from the sixth round on)."""
+
+    word: str
+    sources: tuple[Source, ...]
+    pool_sizes: dict[str, int]
+    per_campaign: int
+    outside_corpus: bool = True
 
 
-def select_round7(entries: list[dict]) -> list[dict]:
-    """The seventh round's entries (marked `round: 7`), none the same skill as an entry of rounds 1-6 or a skill of
-    ../shared/corpus."""
-    seen = earlier_keys(entries, ROUND7) | corpus_keys()
-    new = select(ROUND7_SOURCES, ROUND6_POOL_SIZES, 0, seen)
-    return [{**e, "round": ROUND7} for e in new]
+LATER_ROUNDS: dict[int, LaterRound] = {
+    ROUND: LaterRound("third", ROUND3_SOURCES, ROUND3_POOL_SIZES, ROUND3_PER_CAMPAIGN, outside_corpus=False),
+    ROUND5: LaterRound("fifth", ROUND5_SOURCES, ROUND5_POOL_SIZES, ROUND5_PER_CAMPAIGN, outside_corpus=False),
+    ROUND6: LaterRound("sixth", ROUND6_SOURCES, ROUND6_POOL_SIZES, 0),
+    ROUND7: LaterRound("seventh", ROUND7_SOURCES, ROUND6_POOL_SIZES, 0),
+    ROUND8: LaterRound("eighth", ROUND8_SOURCES, ROUND6_POOL_SIZES, 0),
+    ROUND9: LaterRound("ninth", ROUND9_SOURCES, ROUND9_POOL_SIZES, ROUND9_PER_CAMPAIGN),
+}
 
 
-def select_round8(entries: list[dict]) -> list[dict]:
-    """The eighth round's entries (marked `round: 8`), none the same skill as an entry of rounds 1-7 or a skill of
-    ../shared/corpus."""
-    seen = earlier_keys(entries, ROUND8) | corpus_keys()
-    new = select(ROUND8_SOURCES, ROUND6_POOL_SIZES, 0, seen)
-    return [{**e, "round": ROUND8} for e in new]
-
-
-def select_round9(entries: list[dict]) -> list[dict]:
-    """The ninth round's entries (marked `round: 9`), none the same skill as an entry of rounds 1-8 or a skill of
-    ../shared/corpus; random draws plus the device, security and lure pools."""
-    seen = earlier_keys(entries, ROUND9) | corpus_keys()
-    new = select(ROUND9_SOURCES, ROUND9_POOL_SIZES, ROUND9_PER_CAMPAIGN, seen)
-    return [{**e, "round": ROUND9} for e in new]
+def select_round(n: int, entries: list[dict]) -> list[dict]:
+    """Round n's entries (marked `round: n`), none the same skill as an entry of an earlier round (`entries`) or,
+    from the sixth round on, a skill of ../shared/corpus."""
+    spec = LATER_ROUNDS[n]
+    seen = earlier_keys(entries, n) | (corpus_keys() if spec.outside_corpus else frozenset())
+    return [{**e, "round": n} for e in select(spec.sources, spec.pool_sizes, spec.per_campaign, seen)]
 
 
 def _fill(pool: str, size: int, pooled: list[Candidate], wanted, take) -> None:
@@ -416,46 +402,22 @@ def _entry(pool: str, c: Candidate) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write", action="store_true", help=f"write {ENTRIES_FILE.name}")
-    ap.add_argument("--round3", action="store_true",
-                    help=f"select the third round and (with --write) append it to {ENTRIES_FILE.name}")
-    ap.add_argument("--round5", action="store_true",
-                    help=f"select the fifth round and (with --write) append it to {ENTRIES_FILE.name}")
-    ap.add_argument("--round6", action="store_true",
-                    help=f"select the sixth round and (with --write) append it to {ENTRIES_FILE.name}")
-    ap.add_argument("--round7", action="store_true",
-                    help=f"select the seventh round and (with --write) append it to {ENTRIES_FILE.name}")
-    ap.add_argument("--round8", action="store_true",
-                    help=f"select the eighth round and (with --write) append it to {ENTRIES_FILE.name}")
-    ap.add_argument("--round9", action="store_true",
-                    help=f"select the ninth round and (with --write) append it to {ENTRIES_FILE.name}")
+    for n, spec in LATER_ROUNDS.items():
+        ap.add_argument(f"--round{n}", action="store_true", dest=f"round{n}",
+                        help=f"select the {spec.word} round and (with --write) append it to {ENTRIES_FILE.name}")
     args = ap.parse_args()
     recorded = yaml.safe_load(ENTRIES_FILE.read_text()) if ENTRIES_FILE.exists() else []
+    by_round = {n: [e for e in recorded if e.get("round", 1) == n] for n in LATER_ROUNDS}
     earlier = [e for e in recorded if e.get("round", 1) < ROUND]
-    third = [e for e in recorded if e.get("round", 1) == ROUND]
-    fifth = [e for e in recorded if e.get("round", 1) == ROUND5]
-    sixth = [e for e in recorded if e.get("round", 1) == ROUND6]
-    seventh = [e for e in recorded if e.get("round", 1) == ROUND7]
-    eighth = [e for e in recorded if e.get("round", 1) == ROUND8]
-    ninth = [e for e in recorded if e.get("round", 1) == ROUND9]
-    if args.round3:
-        third = select_round3(earlier)
-    elif args.round5:
-        fifth = select_round5(earlier + third)
-    elif args.round6:
-        sixth = select_round6(earlier + third + fifth)
-    elif args.round7:
-        seventh = select_round7(earlier + third + fifth + sixth)
-    elif args.round8:
-        eighth = select_round8(earlier + third + fifth + sixth + seventh)
-    elif args.round9:
-        ninth = select_round9(earlier + third + fifth + sixth + seventh + eighth)
-    else:
+    chosen = next((n for n in LATER_ROUNDS if getattr(args, f"round{n}")), None)
+    if chosen is None:
         earlier = select()
-    entries = earlier + third + fifth + sixth + seventh + eighth + ninth
-    shown, what = ((third, "third round") if args.round3 else (fifth, "fifth round") if args.round5
-                   else (sixth, "sixth round") if args.round6 else (seventh, "seventh round") if args.round7
-                   else (eighth, "eighth round") if args.round8 else (ninth, "ninth round") if args.round9
-                   else (earlier, "rounds 1-2"))
+        shown, what = earlier, "rounds 1-2"
+    else:
+        before = earlier + [e for n, es in by_round.items() if n < chosen for e in es]
+        by_round[chosen] = select_round(chosen, before)
+        shown, what = by_round[chosen], f"{LATER_ROUNDS[chosen].word} round"
+    entries = earlier + [e for es in by_round.values() for e in es]
     print(f"{len(entries)} entries; {what}: {len(shown)}")
     for key in ("pool", "repo", "half"):
         print(f"by {key}: {dict(Counter(e[key] for e in shown).most_common())}")
