@@ -109,9 +109,14 @@ def _term_lines(texts: dict[str, str], skill_file: str, book: CompiledBook, *,
     return out
 
 
+EXAMPLE_REACH = 240  # characters before a term searched for its example marker (a few words; a line may be huge)
+
+
 def _named_as_example(text: str, starts: list[int], n: int, offset: int, book: CompiledBook) -> bool:
-    """The term at `offset` (on 1-based line n) follows an inline example marker ("e.g.", "such as", "如")."""
-    return bool(book.example_mention.search(text[starts[n - 1]:offset]))
+    """The term at `offset` (on 1-based line n) follows an inline example marker ("e.g.", "such as", "如") within a
+    few words. Only the last EXAMPLE_REACH characters are searched: the cost stays flat on minified or unwrapped
+    lines, which are hostile input like the rest of a skill."""
+    return bool(book.example_mention.search(text[max(starts[n - 1], offset - EXAMPLE_REACH):offset]))
 
 
 def _body(fam: CompiledFamily, body_terms: dict[str, list[tuple[int, str, str]]], texts: dict[str, str],
