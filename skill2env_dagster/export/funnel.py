@@ -21,6 +21,7 @@ from skill2env_dagster.export.tables import build_tables
 from skill2env_dagster.models.gate import GateVerdict
 from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.skill import SkillRecord, SkillStatus
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.store import ArtifactStore
 
 
@@ -137,6 +138,21 @@ def skill_counts(store: ArtifactStore, skill_id: str) -> SkillCounts:
         retained=sum(b.task_name in verified for b in bundles.bundles),
         rejected_by_reason=bundles.reason_histogram(),
     )
+
+
+def skill_verdict(record: SkillRecord | None) -> str:
+    """What the crawl decided for one skill, in words for the progress line: why a skill made no task is the
+    first thing a user watching a run asks."""
+    if record is None:
+        return "not crawled"
+    if record.duplicate_of:
+        return f"duplicate of {record.duplicate_of}"
+    if record.fixture_of:
+        return f"test fixture of {record.fixture_of}"
+    if record.is_eligible:
+        return "eligible"
+    blocking = ", ".join(r.value for r in record.reasons if r is not ReasonCode.LICENCE_UNKNOWN)
+    return f"{record.status.value.replace('_', ' ')}{f': {blocking}' if blocking else ''}"
 
 
 def crawl_funnel(skills: Iterable[SkillRecord], counts: SkillCounts) -> Funnel:

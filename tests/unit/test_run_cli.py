@@ -93,14 +93,17 @@ def test_progress_shows_stage_counts_and_failures(tmp_path):
 
     plain = io.StringIO()
     view = ProgressView(plain)  # not a terminal: one line per finished skill
-    view.start(2)
-    view.done(PartitionOutcome(key="a", status="ran"), SkillCounts(planned=1, created=2, retained=2))
+    view.start(3)
+    view.done(PartitionOutcome(key="a", status="ran"), SkillCounts(planned=1, created=2, retained=2), "eligible")
     view.done(PartitionOutcome(key="b", status="failed", failure=FailedPartition(
         partition="b", stage="workflow_plans", reason="llm_unavailable")), SkillCounts())
+    view.done(PartitionOutcome(key="c", status="ran"), SkillCounts(), "screened out: needs_hardware")
     view.stop()
     lines = plain.getvalue().splitlines()
-    assert lines[0].startswith("[1/2] a: ran · planned 1 · created 2 · retained 2")
-    assert lines[1].startswith("[2/2] b: failed (workflow_plans llm_unavailable)") and lines[1].endswith("failed 1")
+    assert lines[0].startswith("[1/3] a: ran (eligible, 2 created, 2 retained) · so far: planned 1 · created 2")
+    assert lines[1].startswith("[2/3] b: failed (workflow_plans llm_unavailable) · so far:")
+    assert lines[1].endswith("failed 1")
+    assert lines[2].startswith("[3/3] c: ran (screened out: needs_hardware) · so far: planned 1 · created 2")
 
     tty = io.StringIO()
     view = ProgressView(tty)
@@ -113,3 +116,22 @@ def test_progress_shows_stage_counts_and_failures(tmp_path):
     final = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", tty.getvalue()).split("\r")[-1]
     assert "1/1" in final and "eta" in final
     assert "rejected 1 (oracle_failed 1) · up to date 1 · failed 0" in final
+
+
+def test_the_progress_line_says_what_the_crawl_decided_for_each_skill():
+    from skill2env_dagster.export.funnel import skill_verdict
+    from skill2env_dagster.models.skill import SkillRecord, SkillStatus
+    from skill2env_dagster.reasons import ReasonCode
+
+    def rec(**kw) -> SkillRecord:
+        return SkillRecord.model_validate({"skill_id": "s", "source": "x", "source_kind": "dir", "source_uri": "/x",
+                                           "rel_path": "s", "abs_path": "/x/s", "skill_file": "SKILL.md",
+                                           "bundle_digest": "0" * 64, **kw})
+
+    assert skill_verdict(None) == "not crawled"
+    assert skill_verdict(rec(reasons=[ReasonCode.LICENCE_UNKNOWN])) == "eligible"
+    out = rec(status=SkillStatus.SCREENED_OUT, reasons=[ReasonCode.LICENCE_UNKNOWN, ReasonCode.NEEDS_HARDWARE])
+    assert skill_verdict(out) == "screened out: needs_hardware"
+    assert skill_verdict(rec(status=SkillStatus.INVALID, reasons=[ReasonCode.NO_FRONTMATTER])) == \
+        "invalid: no_frontmatter"
+    assert skill_verdict(rec(duplicate_of="t")) == "duplicate of t"

@@ -1,5 +1,5 @@
 """The progress view: one bar over skills with the stage counts so far and an ETA (rich), or one plain line per
-finished skill when the terminal is not interactive (CI logs, pipes)."""
+finished skill when the terminal is not interactive (CI logs, pipes): its verdict and tasks, then the totals."""
 
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ class ProgressView:
         self.live = Live(Group(self.progress, self.stages), console=self.console, refresh_per_second=4)
         self.live.start()
 
-    def done(self, outcome: PartitionOutcome, counts: SkillCounts) -> None:
+    def done(self, outcome: PartitionOutcome, counts: SkillCounts, verdict: str = "") -> None:
+        """`counts` are this skill's (added to the totals shown); `verdict` is what the crawl decided for it."""
         self.finished += 1
         self.counts = self.counts + counts
         self.failed += outcome.status in ("failed", "interrupted")
@@ -80,7 +81,9 @@ class ProgressView:
             self.progress.update(self.task, advance=1)
         elif self.plain:
             extra = f" ({outcome.failure.stage} {outcome.failure.reason})" if outcome.failure else ""
-            self.say(f"[{self.finished}/{self.total}] {outcome.key}: {outcome.status}{extra} · {line}")
+            mine = f"{verdict}{f', {counts.created} created, {counts.retained} retained' if counts.created else ''}"
+            self.say(f"[{self.finished}/{self.total}] {outcome.key}: {outcome.status}{extra}"
+                     f"{f' ({mine})' if verdict else ''} · so far: {line}")
 
     def stop(self) -> None:
         if self.live is not None:

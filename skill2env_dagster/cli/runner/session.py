@@ -25,6 +25,7 @@ from skill2env_dagster.artifacts import (
     PROBE,
     ROLLOUTS_JOB,
     SKILLS_PARTITION,
+    SNAPSHOT,
 )
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.freshness import FreshnessScan
@@ -55,6 +56,7 @@ from skill2env_dagster.export.funnel import (
     crawl_funnel,
     retained_paths,
     skill_counts,
+    skill_verdict,
 )
 from skill2env_dagster.export.run import CURRENT_EXPORT
 from skill2env_dagster.llm.config import from_env as llm_config
@@ -235,7 +237,8 @@ class Session:
         try:
             with contextlib.closing(source):
                 for outcome in source:
-                    self.view.done(outcome, skill_counts(store, outcome.key))
+                    record = store.load(SNAPSHOT, outcome.key) if store.exists(SNAPSHOT, outcome.key) else None
+                    self.view.done(outcome, skill_counts(store, outcome.key), skill_verdict(record))
                     if outcome.status == "interrupted":
                         raise KeyboardInterrupt
                     yield outcome
