@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import ahocorasick
 import yaml
@@ -284,6 +284,8 @@ class RuleBook(_Strict):
     """The whole rule book, validated; `compile()` gives the runtime form."""
 
     version: Literal[1]
+    fragments: dict[str, str] = Field(default_factory=dict, description="Named regex fragments, already substituted "
+                                      "wherever `{{name}}` stood (kept for the record and for code that shares them).")
     skip_files: str
     max_findings_per_rule: int = Field(ge=1)
     context: ContextSpec
@@ -448,7 +450,72 @@ def load_rule_book(path: Path | None = None) -> CompiledBook:
 @lru_cache(maxsize=8)
 def _load(path: str) -> CompiledBook:
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        return CompiledBook(RuleBook.model_validate(raw))
+        return CompiledBook(RuleBook.model_validate(_read(path)))
     except (OSError, yaml.YAMLError, ValidationError, ValueError) as e:
         raise InputError(ReasonCode.INTERNAL_ERROR, f"screening rule book {path} is unusable: {e}") from e
+
+
+_FRAGMENT_REF = re.compile(r"\{\{([^{}\n]*)\}\}")  # any {{...}}: a misspelt name fails loudly
+
+
+def _read(path: str) -> dict[str, Any]:
+    """The rule book as data, with every `{{name}}` replaced by its fragment (once, before validation)."""
+    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(raw, dict):
+        raise ValueError("the rule book is not a mapping")
+    frags = resolve_fragments(raw.get("fragments") or {})
+    out = {k: v if k == "fragments" else _substitute(v, frags, k) for k, v in raw.items()}
+    out["fragments"] = frags
+    return out
+
+
+def resolve_fragments(defined: object) -> dict[str, str]:
+    """The book's `fragments:` mapping, each value with the fragments it uses substituted (in any order; a
+    fragment that uses itself, directly or through others, is an error)."""
+    if not isinstance(defined, dict):
+        raise ValueError("fragments must be a mapping of name to regex text")
+    for name, text in defined.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or not isinstance(text, str):
+            raise ValueError(f"fragment {name!r}: names are lower_case_words and values regex text")
+    frags: dict[str, str] = {}
+
+    def resolve(name: str, using: tuple[str, ...]) -> str:
+        if name not in frags:
+            if name in using:
+                raise ValueError(f"fragment {{{{{name}}}}} uses itself ({' -> '.join([*using, name])})")
+            needed = sorted({m.group(1) for m in _FRAGMENT_REF.finditer(defined[name])} - set(defined))
+            if needed:
+                raise ValueError(f"unknown fragment {{{{{needed[0]}}}}} in fragments.{name} (the book defines: "
+                                 f"{', '.join(sorted(defined))})")
+            uses = {m.group(1) for m in _FRAGMENT_REF.finditer(defined[name])}
+            frags[name] = _substitute(defined[name], {n: resolve(n, (*using, name)) for n in uses}, "")
+            _compile(frags[name])
+        return frags[name]
+
+    for name in defined:
+        resolve(name, ())
+    return {name: frags[name] for name in defined}
+
+
+def _substitute(value: Any, frags: dict[str, str], where: str) -> Any:
+    """`value` (any YAML node) with `{{name}}` replaced by fragment `name`; an unknown name is an error."""
+    if isinstance(value, str):
+        def one(m: re.Match[str]) -> str:
+            if m.group(1) not in frags:
+                raise ValueError(f"unknown fragment {m.group(0)} in {where} (the book defines: "
+                                 f"{', '.join(sorted(frags)) or 'none'})")
+            return frags[m.group(1)]
+        return _FRAGMENT_REF.sub(one, value)
+    if isinstance(value, list):
+        return [_substitute(v, frags, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _substitute(v, frags, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+@lru_cache(maxsize=1)
+def book_fragments() -> dict[str, str]:
+    """The packaged rule book's named regex fragments, resolved (for code outside the book that needs the same
+    definition, e.g. the learned opinion's evidence anchor); reads the YAML only, compiles no rule."""
+    raw = yaml.safe_load(DEFAULT_RULES_PATH.read_text(encoding="utf-8"))
+    return resolve_fragments(raw.get("fragments") or {})
