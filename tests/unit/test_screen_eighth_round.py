@@ -47,3 +47,29 @@ def test_a_pipe_into_a_module_script_or_inline_reader_is_not_shell_execution(lin
 def test_a_pipe_into_an_interpreter_without_a_program_of_its_own_still_runs_the_download(line):
     assert _rule("mal.pipe_to_shell_bare_host").rx.search(line)
     assert "mal.pipe_to_shell_bare_host" in rules(screen_text(_as_step(line)), MAL)
+
+
+# ------------------------------------------------------------- a configuration table names the credential needed
+ACCT = ReasonCode.NEEDS_EXTERNAL_ACCOUNT
+TABLE = ("# Tide reports\n\nFetch tide tables and summarise them.\n\n## Configuration\n\n"
+         "| Variable | Required | Description |\n|---|---|---|\n{row}\n| `TIDE_REGION` | no | Default region |\n"
+         + STEPS)
+
+
+@pytest.mark.parametrize("row", [
+    "| `TIDEWATCH_API_KEY` | ✅ | Key for the Tidewatch service |",
+    "| TIDEWATCH_CLIENT_SECRET | yes | OAuth client secret |",
+    "| `HARBOUR_OPS_TOKEN` | Token from the harbour portal |",
+])
+def test_a_credential_variable_in_a_configuration_table_is_a_stated_requirement(row):
+    assert "acct.credential_env_table" in rules(screen_text(TABLE.format(row=row)), ACCT)
+
+
+@pytest.mark.parametrize("row", [
+    "| `TIDEWATCH_API_KEY` | optional | Raises the rate limit |",
+    "| `TIDEWATCH_API_KEY` | ❌ | Only for the paid tier |",
+    "| `YOUR_API_KEY` | ✅ | Placeholder name in a template |",
+    "| `TIDE_CACHE_DIR` | ✅ | Where tables are cached |",
+])
+def test_an_optional_or_placeholder_or_non_credential_row_is_not(row):
+    assert "acct.credential_env_table" not in rules(screen_text(TABLE.format(row=row)), ACCT)
