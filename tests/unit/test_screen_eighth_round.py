@@ -73,3 +73,32 @@ def test_a_credential_variable_in_a_configuration_table_is_a_stated_requirement(
 ])
 def test_an_optional_or_placeholder_or_non_credential_row_is_not(row):
     assert "acct.credential_env_table" not in rules(screen_text(TABLE.format(row=row)), ACCT)
+
+
+# ------------------------------------------------------ connectors the skill says it can do without are optional
+LIVE = ReasonCode.NEEDS_LIVE_SERVICE
+DESK = ("# Grant desk\n\nReview grant applications and draft decision letters.\n\n## Review\n"
+        "Summarise from connected sources: prior awards, reviewer notes and open questions.\n"
+        "Pull reviewer notes from the connected document store.\n\n## Working offline\n{line}\n" + STEPS)
+
+
+@pytest.mark.parametrize("line", [
+    "Without connectors, the desk still works: the user pastes the application and the notes.",
+    "The skill still functions without any integrations (applications are read from files the user gives).",
+])
+def test_a_skill_that_still_works_without_its_connectors_uses_them_optionally(line):
+    assert {ACCT, LIVE}.isdisjoint(f.code for f in screen_text(DESK.format(line=line)))
+
+
+@pytest.mark.parametrize("line", [
+    "Without connectors nothing can be reviewed: connect the grants portal first.",
+    "The user pastes applications when the portal is slow.",
+])
+def test_connectors_are_still_required_when_no_working_mode_without_them_is_stated(line):
+    assert LIVE in {f.code for f in screen_text(DESK.format(line=line))}
+
+
+def test_a_stated_key_is_not_cancelled_by_a_degraded_mode():
+    text = DESK.format(line="Without connectors, the desk still works from pasted text.") + \
+        "\n## Setup\nYou need a GRANTSHUB_API_KEY: export GRANTSHUB_API_KEY=... before the first run.\n"
+    assert ACCT in {f.code for f in screen_text(text)}

@@ -57,6 +57,9 @@ class Rule(_Strict):
     unless: str | None = Field(default=None, description="A hit is ignored when its line matches this regex.")
     unless_skill: str | None = Field(default=None, description="The rule is off for a skill whose name or description "
                                      "matches this regex (a skill that builds MCP servers does not depend on one).")
+    unless_body: str | None = Field(default=None, description="The rule is off for a skill whose SKILL.md says this "
+                                    "anywhere (a skill that states it still works without its connectors uses them "
+                                    "as optional sources).")
     near: list[str] = Field(default_factory=list, description="Each regex must match within near_window lines.")
     unless_near: str | None = Field(default=None, description="A hit is ignored when this regex matches within "
                                     "near_window lines (a Linux alternative next to a macOS command: one platform "
@@ -107,6 +110,7 @@ class Rule(_Strict):
             rx=_compile(self.pattern, flags | re.MULTILINE),
             unless=_compile(self.unless, re.IGNORECASE) if self.unless else None,
             unless_skill=_compile(self.unless_skill, re.IGNORECASE) if self.unless_skill else None,
+            unless_body=_compile(self.unless_body, re.IGNORECASE | re.MULTILINE) if self.unless_body else None,
             near=tuple(_compile(n, re.IGNORECASE) for n in [*self.near, *_absent(self.unless_near)]),
             under_heading=_compile(self.under_heading, re.IGNORECASE) if self.under_heading else None,
         )
@@ -120,13 +124,13 @@ def _absent(pattern: str | None) -> list[str]:
 class CompiledRule:
     """A rule with its regexes compiled once per process."""
 
-    __slots__ = ("near", "rule", "rx", "triggers", "under_heading", "unless", "unless_skill")
+    __slots__ = ("near", "rule", "rx", "triggers", "under_heading", "unless", "unless_body", "unless_skill")
 
     def __init__(self, rule: Rule, rx: re.Pattern[str], unless: re.Pattern[str] | None,
                  near: tuple[re.Pattern[str], ...], unless_skill: re.Pattern[str] | None = None,
-                 under_heading: re.Pattern[str] | None = None) -> None:
+                 under_heading: re.Pattern[str] | None = None, unless_body: re.Pattern[str] | None = None) -> None:
         self.rule, self.rx, self.unless, self.near, self.unless_skill = rule, rx, unless, near, unless_skill
-        self.under_heading = under_heading
+        self.under_heading, self.unless_body = under_heading, unless_body
         self.triggers = tuple(rule.triggers)
 
 
