@@ -102,3 +102,22 @@ def test_a_stated_key_is_not_cancelled_by_a_degraded_mode():
     text = DESK.format(line="Without connectors, the desk still works from pasted text.") + \
         "\n## Setup\nYou need a GRANTSHUB_API_KEY: export GRANTSHUB_API_KEY=... before the first run.\n"
     assert ACCT in {f.code for f in screen_text(text)}
+
+
+# ------------------------------------------------ a session counted or logged is no authenticated connection
+@pytest.mark.parametrize("line", [
+    "Report figures such as active session counts and queued jobs.",
+    "The active connection pool is sized from the config file.",
+    "Print the active session ids found in the log archive.",
+])
+def test_a_session_or_connection_that_is_counted_or_listed_is_not_a_login(line):
+    assert _rule("acct.connect_account").rx.search(line) is None
+
+
+@pytest.mark.parametrize("line", [
+    "Before running, ensure an active connection exists for the tidewatch toolkit.",
+    "- Active Tidewatch connection via the connections manager",
+    "Needs a harbour account with an active login session.",
+])
+def test_an_active_connection_the_workflow_needs_still_counts(line):
+    assert _rule("acct.connect_account").rx.search(line)
