@@ -121,3 +121,25 @@ def test_a_session_or_connection_that_is_counted_or_listed_is_not_a_login(line):
 ])
 def test_an_active_connection_the_workflow_needs_still_counts(line):
     assert _rule("acct.connect_account").rx.search(line)
+
+
+# --------------------------------------------- a prerequisite for API calls; placing real phone calls
+@pytest.mark.parametrize("line, rule", [
+    ("This skill needs the `tidewatch-core` skill for client setup and API calls.", "live.prerequisite_for_api_calls"),
+    ("Requires an HTTP client for API requests to the harbour registry.", "live.prerequisite_for_api_calls"),
+    ("Use it to place outbound phone calls to confirm bookings.", "live.places_phone_calls"),
+    ("The agent dials voice calls to the on-call engineer.", "live.places_phone_calls"),
+])
+def test_api_call_prerequisites_and_real_phone_calls_are_a_live_service(line, rule):
+    assert rule in rules(screen_text(f"# Bookings\n\n{line}\n{STEPS}"), LIVE)
+
+
+@pytest.mark.parametrize("line", [
+    "Requires pytest for the API request mocks in tests/.",
+    "The schema module is needed for typing; no network is used.",
+    "Write call scripts to practise making phone calls with a friend.",
+    "Prepare notes before you make phone calls to suppliers.",
+])
+def test_mocked_api_calls_and_phone_call_advice_are_not(line):
+    found = rules(screen_text(f"# Bookings\n\n{line}\n{STEPS}"), LIVE)
+    assert {"live.prerequisite_for_api_calls", "live.places_phone_calls"}.isdisjoint(found)
