@@ -6,7 +6,7 @@ reason code, the issue's targets (credentials-or-live-service recall, hardware r
 false-positive rate among benign skills, eligible skills wrongly screened out), the same figures for a naive keyword
 screen, and the crawl time. Errors are listed by id for the tune half only (unless --list-test), so rule authors never
 read test errors: rules are kept or dropped on the tune half, the test half is read as aggregates (the set's README >
-Discipline). --round 1-2|3|5|6|7 scores one labelling round, --source owner/name one repository.
+Discipline). --round 1-2|3|5|6|7|8|9 scores one labelling round, --source owner/name one repository.
 
 Last measured (seventh round, test half of 400, the default crawl: rules + learned opinion; rules alone in brackets):
 credentials or live recall 82.4% (76.1%), goal >= 85; hardware recall 82.6% (82.6%), goal >= 80, met; malicious recall
@@ -14,8 +14,8 @@ credentials or live recall 82.4% (76.1%), goal >= 85; hardware recall 82.6% (82.
 (4 of 358); eligible wrongly screened out 21.8% (21.1%), goal <= 10. On the 355 test skills before the sixth labelling
 round: 82.5% (76.0%), 82.6%, 92.9%, 1.3%, 24.5% (23.5%). The set's README > Results has every round.
 
-    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5|6|7] [--list-test]
-        [--learned]
+    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5|6|7|8|9]
+        [--list-test] [--learned]
 
 --learned switches on the learned second opinion (screen/learned.py; on by default in the crawl, off here so that
 the figures are the rules' own unless asked; learned_opinion.py is the experiment that chose it). Its tune half is
@@ -48,8 +48,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "screening_set"))
 
-from evaluate import CODES, ROUND_GROUPS, Item, Score, load_items, missing_mirrors, score, screen_items, targets
+from evaluate import (
+    CODES,
+    OPINION_FAILED,
+    OPINION_MODES,
+    ROUND_GROUPS,
+    Item,
+    Score,
+    load_items,
+    missing_mirrors,
+    model_opinion,
+    score,
+    screen_items,
+    targets,
+)
 
+from skill2env_dagster.llm.config import from_env
 from skill2env_dagster.skillhub.config import CrawlSettings
 from skill2env_dagster.skillhub.parse import parse_skill_md
 from skill2env_dagster.skillhub.screen import learned
@@ -134,7 +148,7 @@ def _overall(items: list[Item]) -> list[tuple[str, Score, Score]]:
 
 
 def report_set(half: str, list_errors: bool, source: str | None = None, rounds: str | None = None,
-               learned_on: bool = False) -> None:
+               learned_on: bool = False, ask_model: bool = False) -> None:
     items = [i for i in load_items(None if half == "all" else half)
              if source in (None, i.repo) and rounds in (None, ROUND_GROUPS[i.round])]
     absent = missing_mirrors(items)
@@ -142,7 +156,14 @@ def report_set(half: str, list_errors: bool, source: str | None = None, rounds: 
         print(f"screening set skipped: no local mirror for {', '.join(absent)} under $S2E_MIRROR_DIR "
               "(default /work/.mirror); fetch those repositories to run it")
         return
-    seconds = screen_items(items, CrawlSettings(screen=ScreenSettings(learned_opinion=learned_on)))
+    opinion = None
+    if ask_model:
+        config = from_env()
+        if config.offline:
+            raise SystemExit("--second-opinion needs a model endpoint: set S2E_LLM_BASE_URL and S2E_LLM_MODEL "
+                             "(and S2E_LLM_API_KEY if the server wants one)")
+        opinion = model_opinion(config, Path(config.cache_dir) / "second_opinion" if config.cache_dir else None)
+    seconds = screen_items(items, CrawlSettings(screen=ScreenSettings(learned_opinion=learned_on)), opinion)
     unreadable = [i.id for i in items if i.record is None or not i.record.body]
     only = "".join(f" ({x} only)" for x in (source, rounds and f"round {rounds}") if x)
     mode = " (rules + learned opinion)" if learned_on else ""
@@ -168,12 +189,29 @@ def report_set(half: str, list_errors: bool, source: str | None = None, rounds: 
     for key, goal in goals.items():
         print(f"{key:32s} {_fmt(ours[key][0]):>7s} ({ours[key][1]:>7s}) {_fmt(naive[key][0]):>7s} "
               f"({naive[key][1]:>7s})   {goal}")
+    if ask_model:
+        _print_opinion_targets(items, goals)
     if list_errors:
         print("\nerrors (label vs rules):")
         for i in items:
             if i.got != i.labels:
                 extra, missed = sorted(i.got - i.labels), sorted(i.labels - i.got)
                 print(f"  {i.id}\n      +{extra} -{missed}  ({i.why})")
+
+
+def _print_opinion_targets(items: list[Item], goals: dict[str, str]) -> None:
+    """The targets with the model's second opinion, adding only and adding and clearing (one reply each skill)."""
+    failed = sum(OPINION_FAILED in i.opinion for i in items)
+    print(f"\nwith the model's second opinion ({failed} failed calls score as the screen alone):")
+    print(f"{'target':32s} {'adds':>16s} {'adds + clears':>16s}   goal")
+    rows = {}
+    for mode in OPINION_MODES:
+        for i in items:
+            i.opinion.setdefault(mode, i.opinion.get(OPINION_FAILED, i.got))
+        rows[mode] = targets([Item(**{**i.__dict__, "got": i.opinion[mode]}) for i in items])
+    for key, goal in goals.items():
+        a, c = rows["adds"][key], rows["adds_and_clears"][key]
+        print(f"{key:32s} {_fmt(a[0]):>7s} ({a[1]:>7s}) {_fmt(c[0]):>7s} ({c[1]:>7s})   {goal}")
 
 
 def main() -> None:
@@ -183,17 +221,21 @@ def main() -> None:
     ap.add_argument("--list-test", action="store_true", help="also list ids behind test-half errors")
     ap.add_argument("--source", help="only the set's entries from this repository (owner/name)")
     ap.add_argument("--round", choices=sorted(set(ROUND_GROUPS.values())), dest="rounds",
-                    help="only the entries of these labelling rounds (1-2: the first 467; 3, 5, 6, 7: the third, "
-                         "fifth, sixth, seventh)")
+                    help="only the entries of these labelling rounds (1-2: the first 467; 3, 5, 6, 7, 8, 9: the "
+                         "third, fifth, sixth, seventh, eighth, ninth)")
     ap.add_argument("--learned", action="store_true",
                     help="switch on the learned second opinion (screen/learned.py; its tune half is training data)")
+    ap.add_argument("--second-opinion", action="store_true",
+                    help="with --set: also ask the model endpoint of S2E_LLM_* for its second opinion on each skill "
+                         "(one cached call per skill) and print the targets with it, adding only and adding and "
+                         "clearing (settings.screen.second_opinion_clears)")
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     ap.add_argument("--show", action="append", default=[], help="print findings of this code")
     ap.add_argument("--list-held-out", action="store_true", help="also list skill ids behind held-out errors")
     args = ap.parse_args()
     if args.set:
         report_set(args.half, list_errors=args.half == "tune" or args.list_test, source=args.source,
-                   rounds=args.rounds, learned_on=args.learned)
+                   rounds=args.rounds, learned_on=args.learned, ask_model=args.second_opinion)
         return
     manifest = json.loads((args.corpus / "manifest.json").read_text())
     settings = ScreenSettings()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,9 +21,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mirror import SKILL_FILES, Mirror
 
+from skill2env_dagster.llm import LLMClient, LLMConfig
+from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.reasons import LLMError
 from skill2env_dagster.skillhub.config import CrawlSettings
 from skill2env_dagster.skillhub.crawl import crawl_paths
+from skill2env_dagster.skillhub.screen.opinion import OPINION_TEMPLATE, OpinionCache, second_opinion
 
 HERE = Path(__file__).resolve().parent
 CODES = ("needs_external_account", "needs_live_service", "needs_hardware", "os_or_gui_specific", "persona_only",
@@ -31,7 +35,7 @@ CODES = ("needs_external_account", "needs_live_service", "needs_hardware", "os_o
 CRED_OR_LIVE = frozenset({"needs_external_account", "needs_live_service"})
 # Labelling round of an entry -> the name its figures are reported under (`--round`); rounds 1 and 2 were scored
 # together before the third existed, round 4 was a tuning round only (README.md > the rounds).
-ROUND_GROUPS = {1: "1-2", 2: "1-2", 3: "3", 5: "5", 6: "6", 7: "7"}
+ROUND_GROUPS = {1: "1-2", 2: "1-2", 3: "3", 5: "5", 6: "6", 7: "7", 8: "8", 9: "9"}
 
 
 @dataclass
@@ -49,6 +53,7 @@ class Item:
     naive: frozenset[str] = frozenset()
     record: SkillRecord | None = None
     missing: list[str] = field(default_factory=list)
+    opinion: dict[str, frozenset[str]] = field(default_factory=dict)  # codes per second-opinion mode, when asked
 
 
 def load_items(half: str | None = None) -> list[Item]:
@@ -68,8 +73,15 @@ def missing_mirrors(items: Iterable[Item]) -> list[str]:
     return [f"{r}@{c[:12]}" for r, c in pairs if not Mirror(r, c).available()]
 
 
-def screen_items(items: list[Item], settings: CrawlSettings | None = None) -> float:
-    """Fill `got` (and `record`) for every item by crawling them as one hub; returns the crawl's wall seconds."""
+def codes_of(record: SkillRecord | None) -> frozenset[str]:
+    """The record's screening codes the labels use."""
+    return frozenset(c.value for c in record.reasons if c.value in CODES) if record else frozenset()
+
+
+def screen_items(items: list[Item], settings: CrawlSettings | None = None,
+                 opinion: Callable[[SkillRecord], dict[str, frozenset[str]]] | None = None) -> float:
+    """Fill `got` (and `record`) for every item by crawling them as one hub; returns the crawl's wall seconds.
+    `opinion` (a model's second opinion, codes per mode) runs on each record while its files are still on disk."""
     mirrors: dict[tuple[str, str], Mirror] = {}
     with tempfile.TemporaryDirectory(prefix="s2e-screening-set-") as tmp:
         hub = Path(tmp) / "hub"
@@ -82,12 +94,39 @@ def screen_items(items: list[Item], settings: CrawlSettings | None = None) -> fl
         t0 = time.perf_counter()
         result = crawl_paths([hub], settings)
         seconds = time.perf_counter() - t0
-    by_folder = {r.rel_path: r for r in result.records}
-    for n, item in enumerate(items):
-        rec = by_folder.get(f"{n:04d}")
-        item.record = rec
-        item.got = frozenset(c.value for c in rec.reasons if c.value in CODES) if rec else frozenset()
+        by_folder = {r.rel_path: r for r in result.records}
+        for n, item in enumerate(items):
+            rec = by_folder.get(f"{n:04d}")
+            item.record, item.got = rec, codes_of(rec)
+            if opinion is not None and rec is not None:
+                item.opinion = opinion(rec)
     return seconds
+
+
+# ---------------------------------------------------------------------------------- model second opinion
+OPINION_MODES = ("adds", "adds_and_clears")  # settings.screen.second_opinion_clears off / on
+OPINION_FAILED = "failed"  # the mode key of an item whose call failed (its codes: the screen's own)
+
+
+def model_opinion(config: LLMConfig, cache_dir: Path | None) -> Callable[[SkillRecord], dict[str, frozenset[str]]]:
+    """A model's second opinion as the snapshot asks it, one call per skill (cached by bundle digest), scored both
+    ways from the same reply: with clearing off the model's `not_needed` answers are recorded as
+    `model_would_clear`, so the clearing verdict is the add-only one without those codes."""
+    client = LLMClient(config)
+    version = prompt_version(OPINION_TEMPLATE, config.fingerprint())
+    cache = OpinionCache(cache_dir)
+
+    def ask(record: SkillRecord) -> dict[str, frozenset[str]]:
+        try:
+            out = second_opinion(record, client, model=config.model, prompt_version=version, cache=cache)
+        except LLMError:
+            return {OPINION_FAILED: codes_of(record)}
+        adds = codes_of(out)
+        would = {d.code.value for d in out.second_opinion.disagreements if d.kind == "model_would_clear"} \
+            if out.second_opinion else set()
+        return {"adds": adds, "adds_and_clears": adds - would}
+
+    return ask
 
 
 # ------------------------------------------------------------------------------------------ naive baseline

@@ -6,6 +6,8 @@
     .venv/bin/python benchmarks/screening_set/select_skills.py --round5 [--write]   # the fifth labelling round
     .venv/bin/python benchmarks/screening_set/select_skills.py --round6 [--write]   # the sixth labelling round
     .venv/bin/python benchmarks/screening_set/select_skills.py --round7 [--write]   # the seventh labelling round
+    .venv/bin/python benchmarks/screening_set/select_skills.py --round8 [--write]   # the eighth labelling round
+    .venv/bin/python benchmarks/screening_set/select_skills.py --round9 [--write]   # the ninth labelling round
 
 The third round (`--round3`, README.md > "Third labelling round") draws NEW skills from two hubs not used before
 (ROUND3_SOURCES) and appends them to entries.yaml: earlier entries are kept verbatim, and a candidate whose folder
@@ -16,7 +18,12 @@ the same as any entry of rounds 1-3; its entries carry `round: 5`. The sixth rou
 round") draws at random only from three developer/tooling hubs (ROUND6_SOURCES), leaving out skills the same as any
 entry of rounds 1-5 or any skill of ../shared/corpus; its entries carry `round: 6`. The seventh round
 (`--round7`) does the same with two ClawHub-style hubs (ROUND7_SOURCES), leaving out skills the same as any entry of
-rounds 1-6 or any skill of ../shared/corpus; its entries carry `round: 7`.
+rounds 1-6 or any skill of ../shared/corpus; its entries carry `round: 7`. The eighth round (`--round8`) does the
+same with a ClawHub backup and a developer-oriented hub (ROUND8_SOURCES), leaving out skills the same as any entry of
+rounds 1-7 or any skill of ../shared/corpus; its entries carry `round: 8`. The ninth round (`--round9`) draws from two
+ClawHub-style archives (ROUND9_SOURCES) at random AND with the device, security and lure pools (ROUND9_POOL_SIZES,
+ROUND9_PER_CAMPAIGN), as rounds 1, 3 and 5 did, leaving out skills the same as any entry of rounds 1-8 or any skill
+of ../shared/corpus; its entries carry `round: 9`.
 
 The selection is deterministic: candidates are ordered by a SHA-256 of (seed, repo, folder), so re-running on the
 same mirrors gives the same entries. Pools (see README.md for why each exists):
@@ -131,6 +138,26 @@ ROUND7_SOURCES = (
     Source("dvcrn/openclaw-skills-marketplace", "67b1c2373b5ad4a345051bc48b47ca2a5d8f933c", 70),
     Source("clawbotai/openclaw-skills", "e61d1c1dd02efd4fff1bcfbb46137b608a8a9230", 10),
 )
+# Eighth labelling round (README.md > "Eighth labelling round"): a January 2026 backup of ClawHub (clawdhub.com, one
+# folder per author, some SKILL.md texts translated to Chinese) for the held-out half's ClawHub-style skills, and a
+# developer hub of engineering plugins (architecture, core, Go, Java, Node, Python, React, Ruby), random draws only,
+# leaving out copies of earlier entries and of ../shared/corpus skills.
+ROUND8 = 8
+ROUND8_SOURCES = (
+    Source("purpose168/moltbot-skills", "575a6866b4692e13173f4a3b125efb16131896d0", 60),
+    Source("tuyenivt/tuyens-agent-skills", "611ab44e2a7720c74eb78a2dca0caa8406ea0c8e", 40),
+)
+# Ninth labelling round (README.md > "Ninth labelling round"): the held-out half is mostly ClawHub-style archive skills
+# and holds few malicious and hardware skills, so this round draws from two ClawHub-style archives not used before
+# with the pools of rounds 1, 3 and 5 (devices, security, lures grouped by campaign), leaving out copies of earlier
+# entries and of ../shared/corpus skills.
+ROUND9 = 9
+ROUND9_SOURCES = (
+    Source("yipintangzsp/awesome-clawhub-skills", "fa8f4917a99d784ddd4b916e76ca80490c34549c", 55, pools=True),
+    Source("hanabi-jpn/clawhub-skills", "c0ab5f1b87e0564765176ad3f2f426ec0d94a04f", 15, pools=True),
+)
+ROUND9_POOL_SIZES = {"devices": 15, "security": 10}
+ROUND9_PER_CAMPAIGN = 15
 # ../shared/corpus as the tests find it (`S2E_SHARED_DIR` overrides the folder beside the repository).
 CORPUS = Path(os.environ.get("S2E_SHARED_DIR", str(Path(__file__).resolve().parents[3] / "shared"))) / "corpus"
 
@@ -354,6 +381,22 @@ def select_round7(entries: list[dict]) -> list[dict]:
     return [{**e, "round": ROUND7} for e in new]
 
 
+def select_round8(entries: list[dict]) -> list[dict]:
+    """The eighth round's entries (marked `round: 8`), none the same skill as an entry of rounds 1-7 or a skill of
+    ../shared/corpus."""
+    seen = earlier_keys(entries, ROUND8) | corpus_keys()
+    new = select(ROUND8_SOURCES, ROUND6_POOL_SIZES, 0, seen)
+    return [{**e, "round": ROUND8} for e in new]
+
+
+def select_round9(entries: list[dict]) -> list[dict]:
+    """The ninth round's entries (marked `round: 9`), none the same skill as an entry of rounds 1-8 or a skill of
+    ../shared/corpus; random draws plus the device, security and lure pools."""
+    seen = earlier_keys(entries, ROUND9) | corpus_keys()
+    new = select(ROUND9_SOURCES, ROUND9_POOL_SIZES, ROUND9_PER_CAMPAIGN, seen)
+    return [{**e, "round": ROUND9} for e in new]
+
+
 def _fill(pool: str, size: int, pooled: list[Candidate], wanted, take) -> None:
     n = 0
     for c in pooled:
@@ -381,6 +424,10 @@ def main() -> None:
                     help=f"select the sixth round and (with --write) append it to {ENTRIES_FILE.name}")
     ap.add_argument("--round7", action="store_true",
                     help=f"select the seventh round and (with --write) append it to {ENTRIES_FILE.name}")
+    ap.add_argument("--round8", action="store_true",
+                    help=f"select the eighth round and (with --write) append it to {ENTRIES_FILE.name}")
+    ap.add_argument("--round9", action="store_true",
+                    help=f"select the ninth round and (with --write) append it to {ENTRIES_FILE.name}")
     args = ap.parse_args()
     recorded = yaml.safe_load(ENTRIES_FILE.read_text()) if ENTRIES_FILE.exists() else []
     earlier = [e for e in recorded if e.get("round", 1) < ROUND]
@@ -388,6 +435,8 @@ def main() -> None:
     fifth = [e for e in recorded if e.get("round", 1) == ROUND5]
     sixth = [e for e in recorded if e.get("round", 1) == ROUND6]
     seventh = [e for e in recorded if e.get("round", 1) == ROUND7]
+    eighth = [e for e in recorded if e.get("round", 1) == ROUND8]
+    ninth = [e for e in recorded if e.get("round", 1) == ROUND9]
     if args.round3:
         third = select_round3(earlier)
     elif args.round5:
@@ -396,11 +445,16 @@ def main() -> None:
         sixth = select_round6(earlier + third + fifth)
     elif args.round7:
         seventh = select_round7(earlier + third + fifth + sixth)
+    elif args.round8:
+        eighth = select_round8(earlier + third + fifth + sixth + seventh)
+    elif args.round9:
+        ninth = select_round9(earlier + third + fifth + sixth + seventh + eighth)
     else:
         earlier = select()
-    entries = earlier + third + fifth + sixth + seventh
+    entries = earlier + third + fifth + sixth + seventh + eighth + ninth
     shown, what = ((third, "third round") if args.round3 else (fifth, "fifth round") if args.round5
                    else (sixth, "sixth round") if args.round6 else (seventh, "seventh round") if args.round7
+                   else (eighth, "eighth round") if args.round8 else (ninth, "ninth round") if args.round9
                    else (earlier, "rounds 1-2"))
     print(f"{len(entries)} entries; {what}: {len(shown)}")
     for key in ("pool", "repo", "half"):

@@ -154,25 +154,26 @@ def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStor
                       skillhub: SkillHubResource, llm: LLMResource) -> dg.MaterializeResult:
     """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status,
     and - when a model endpoint is configured and the sources' `settings.screen.second_opinion` is on - the model's
-    second opinion (it may add a blocking reason with a verified quote, never clear one; disagreements are in the
-    metadata).
+    second opinion (it may add a blocking reason with a verified quote; with `second_opinion_clears` on it may also
+    clear a needs_* code with one, never malicious or harmful; disagreements are in the metadata).
 
     One partition per run on purpose: Dagster 1.13 records a single shared input provenance for a multi-partition
     run, which would break the per-skill staleness this pipeline relies on (README › Design decisions)."""
     store = artifacts.store()
     key = context.partition_key
     record = load_record(latest_snapshot_dir(store.dir(CRAWL)), key)
-    if not llm.offline and skillhub.load().settings.screen.second_opinion:
+    screen = skillhub.load().settings.screen
+    if not llm.offline and screen.second_opinion:
         with stage_run(store, SNAPSHOT, key, "llm", llm.model):
-            record = _with_second_opinion(record, llm)
+            record = _with_second_opinion(record, llm, screen.second_opinion_clears)
     store.save(SNAPSHOT, key, record)
     context.log.info("skill=%s status=%s reasons=%s", key, record.status.value, [c.value for c in record.reasons])
     return _snapshot_result(record)
 
 
-def _with_second_opinion(record: SkillRecord, llm: LLMResource) -> SkillRecord:
+def _with_second_opinion(record: SkillRecord, llm: LLMResource, may_clear: bool) -> SkillRecord:
     cache = OpinionCache(Path(llm.cache_dir) / "second_opinion" if llm.cache_dir else None)
-    return second_opinion(record, llm.client(), model=llm.model, cache=cache,
+    return second_opinion(record, llm.client(), model=llm.model, cache=cache, may_clear=may_clear,
                           prompt_version=prompt_version(OPINION_TEMPLATE, llm.fingerprint()))
 
 
@@ -185,6 +186,7 @@ def _opinion_metadata(record: SkillRecord) -> dict[str, Any]:
     return {
         "second_opinion": f"{op.model} ({'cached' if op.cached else 'called'}): {op.summary}"[:300],
         "second_opinion_added": dg.MetadataValue.json([c.value for c in op.added]),
+        "second_opinion_cleared": dg.MetadataValue.json([c.value for c in op.cleared]),
         "second_opinion_disagreements": dg.MetadataValue.md(table),
         **usage_metadata(op.usage),
     }

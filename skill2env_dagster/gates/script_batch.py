@@ -9,10 +9,10 @@ Between runs the batch puts the container back to the image's state where the Or
 Oracle added is removed, every one it modified or deleted is restored from the image's copy, /solution, /tests
 and the tmpfs mounts (/tmp, /dev/shm, /logs) are emptied, and leftover processes are reaped (before the run and
 again before its verifier). The stage itself is writable by the scripts it runs, so before every verifier run its
-digest (every file's sha256, and the names of what is not a file) must still be the one the host computed;
-otherwise the batch stops and every script runs one at a time. The script runs like `run_solution` ([solution].env,
-working directory, its own time limit), then the verifier like `Sandbox.verify` ([verifier].env, a time limit, the
-reward read back).
+digest (every file's sha256, the names of what is not a file and where each symlink points) must still be the one
+the host computed; otherwise the batch stops and every script runs one at a time. The script runs like
+`run_solution` ([solution].env, working directory, its own time limit), then the verifier like `Sandbox.verify`
+([verifier].env, a time limit, the reward read back).
 
 The batch is trusted only when the engine agrees afterwards: nothing changed outside those paths and the stage
 (a run that wrote elsewhere, e.g. the toolchain, could have changed the next run's world and would have escaped
@@ -60,11 +60,13 @@ STAGE = "/.s2e-scripts"
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the batch exports the environments with `export NAME=...`
 CONTROL = "control"
 STAGE_CHANGED = "@@S2E-STAGE-CHANGED"  # printed (and the batch stops) when a run changed the stage
-# The stage's digest as the container sees it: `sha256sum` of every regular file, the names of everything else that
-# is not a folder, sorted bytewise, hashed again (stage_digest computes the same on the host). No sha256sum in the
-# image, or an odd file name it escapes, reads as a changed stage: one run at a time.
-_DIGEST = ('(cd "$S" && find . -type f -exec sha256sum {} + && find . ! -type d ! -type f) 2>/dev/null'
-           ' | LC_ALL=C sort | sha256sum')
+# The stage's digest as the container sees it: `sha256sum` of every regular file, and for everything else that is
+# not a folder its name and, for a symlink, its target (a run that points a staged symlink elsewhere changes what
+# the next run copies in), sorted bytewise, hashed again (stage_digest computes the same on the host). No
+# sha256sum or GNU find in the image, or an odd file name sha256sum escapes, reads as a changed stage: one run at
+# a time.
+_DIGEST = ('(cd "$S" && find . -type f -exec sha256sum {} + && find . ! -type d ! -type f -printf \'%p -> %l\\n\')'
+           ' 2>/dev/null | LC_ALL=C sort | sha256sum')
 _SCRIPT = (
     'S=' + STAGE + '\nTO=; TS=\n'
     'if command -v timeout >/dev/null 2>&1; then TO="timeout -s KILL $LIMIT"; TS="timeout -s KILL $SLIMIT"; fi\n'
@@ -114,11 +116,11 @@ def stage_digest(stage: bytes) -> str:
     with tarfile.open(fileobj=io.BytesIO(stage)) as tar:
         for info in tar:
             rel = "./" + info.name.removeprefix(base)
-            if info.isfile():
+            if info.isfile() or info.islnk():  # a hard link unpacks as one more regular file
                 data = tar.extractfile(info)
                 lines.append(f"{hashlib.sha256(data.read() if data else b'').hexdigest()}  {rel}".encode())
             elif not info.isdir():
-                lines.append(rel.encode())
+                lines.append(f"{rel} -> {info.linkname if info.issym() else ''}".encode())
     return hashlib.sha256(b"".join(line + b"\n" for line in sorted(lines))).hexdigest()
 
 

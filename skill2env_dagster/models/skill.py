@@ -63,13 +63,14 @@ class OpinionReason(BaseModel):
 
 
 class Disagreement(BaseModel):
-    """Where the model and the rules differ: the verdict keeps the rules' blocking codes and adds the model's
-    verified ones, and every difference is recorded here (and shown in the asset's metadata)."""
+    """Where the model and the rules differ: the verdict keeps the rules' blocking codes (unless the model clears
+    one with a verified quote and clearing is on) and adds the model's verified ones, and every difference is
+    recorded here (and shown in the asset's metadata)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     code: ReasonCode
-    kind: Literal["rules_only", "model_only", "unverified_evidence"]
+    kind: Literal["rules_only", "model_only", "unverified_evidence", "model_cleared", "model_would_clear"]
     detail: str
 
 
@@ -84,6 +85,11 @@ class SecondOpinion(BaseModel):
     summary: str = ""
     reasons: list[OpinionReason] = Field(default_factory=list, description="The model's verified reasons.")
     added: list[ReasonCode] = Field(default_factory=list, description="Blocking codes only the model found.")
+    cleared: list[ReasonCode] = Field(default_factory=list, description="Rule codes the model showed the main "
+                                      "workflow does without, removed from the verdict (settings.screen."
+                                      "second_opinion_clears; never malicious or harmful).")
+    cleared_findings: list[Finding] = Field(default_factory=list, description="The rules' findings of the cleared "
+                                            "codes, kept here as evidence of what the rules saw.")
     disagreements: list[Disagreement] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage, description="What this opinion cost (a cache hit: one cache_hits, "
                          "no tokens); counted in the run's model usage with the other stages.")

@@ -214,7 +214,7 @@ def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setu
 
     hub, resources, instance = setup
     quote = "Normalise CSV files: trim whitespace in every cell"
-    answer = json.dumps({"summary": "needs a live feed", "reasons": [
+    answer = json.dumps({"summary": "needs a live feed", "not_needed": [], "reasons": [
         {"code": "needs_live_service", "file": "SKILL.md", "evidence": quote, "why": "test"}]})
     _crawl(resources, instance)
     with FakeOpenAI(lambda body: answer) as srv:
@@ -227,6 +227,7 @@ def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setu
     assert meta["status"].value == "screened_out"
     assert "needs_live_service | model_only" in meta["second_opinion_disagreements"].value
     assert meta["second_opinion_added"].value == ["needs_live_service"]
+    assert meta["second_opinion_cleared"].value == []
     assert meta["llm_calls"].value == 1 and meta["prompt_tokens"].value > 0  # what the opinion cost is shown
     store = resources["artifacts"].store()
     rec = store.load(SNAPSHOT, "t__csv-cleaner")
@@ -243,7 +244,7 @@ def test_a_failed_second_opinion_fails_the_partition_with_its_reason_and_is_clea
     hub, resources, instance = setup
     _crawl(resources, instance)
     store = resources["artifacts"].store()
-    with FakeOpenAI(lambda body: json.dumps({"summary": "fine", "reasons": []})) as srv:
+    with FakeOpenAI(lambda body: json.dumps({"summary": "fine", "reasons": [], "not_needed": []})) as srv:
         llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir=str(tmp_path / "llm"), max_retries=0)
         with_model = _with_opinion(hub, resources, tmp_path, llm)
         srv.enqueue(server_error())

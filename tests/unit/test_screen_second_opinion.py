@@ -1,5 +1,6 @@
-"""The model's second opinion, against the loopback fake OpenAI server: it adds verified reasons, never clears a
-rule's verdict, discards hallucinated quotes, resists a prompt injection inside the skill, and is cached."""
+"""The model's second opinion, against the loopback fake OpenAI server: it adds verified reasons, clears a flagged
+needs_* code only with a verified quote and only when clearing is on (never malicious), discards hallucinated
+quotes, resists a prompt injection inside the skill, and is cached."""
 
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ def _record(tmp_path: Path, name: str, body: str) -> SkillRecord:
     return next(r for r in crawl_paths([tmp_path / "hub"]).records if r.rel_path == name)
 
 
-def _reply(*reasons: dict, summary: str = "verdict") -> str:
-    return json.dumps({"reasons": list(reasons), "summary": summary})
+def _reply(*reasons: dict, summary: str = "verdict", not_needed: tuple[dict, ...] = ()) -> str:
+    return json.dumps({"reasons": list(reasons), "not_needed": list(not_needed), "summary": summary})
 
 
 def _client(srv: FakeOpenAI) -> LLMClient:
@@ -47,8 +48,10 @@ def _client(srv: FakeOpenAI) -> LLMClient:
     return LLMClient(LLMConfig(base_url=srv.base_url, model="fake", max_retries=0, max_repairs=0, cache_dir=""))
 
 
-def _ask(record: SkillRecord, srv: FakeOpenAI, cache_dir: Path | None, version: str = "v1") -> SkillRecord:
-    return second_opinion(record, _client(srv), model="fake", prompt_version=version, cache=OpinionCache(cache_dir))
+def _ask(record: SkillRecord, srv: FakeOpenAI, cache_dir: Path | None, version: str = "v1",
+         may_clear: bool = False) -> SkillRecord:
+    return second_opinion(record, _client(srv), model="fake", prompt_version=version, cache=OpinionCache(cache_dir),
+                          may_clear=may_clear)
 
 
 def test_schema_sent_is_complete_and_the_skill_is_fenced_as_untrusted(tmp_path):
@@ -57,7 +60,9 @@ def test_schema_sent_is_complete_and_the_skill_is_fenced_as_untrusted(tmp_path):
         _ask(record, srv, None)
         body = srv.requests[0].body
     schema = body["response_format"]["json_schema"]["schema"]
-    assert schema["required"] == ["reasons", "summary"] and schema["additionalProperties"] is False
+    assert schema["required"] == ["reasons", "not_needed", "summary"] and schema["additionalProperties"] is False
+    clear = schema["$defs"]["OpinionReplyClear"]
+    assert not {"malicious", "harmful"} & set(clear["properties"]["code"]["enum"])
     reason = schema["$defs"]["OpinionReplyReason"]
     assert set(reason["required"]) == {"code", "file", "evidence", "why"} and reason["additionalProperties"] is False
     assert "malicious" in reason["properties"]["code"]["enum"] and reason["properties"]["evidence"]["minLength"] == 8
@@ -150,3 +155,88 @@ def test_the_opinions_usage_is_kept_and_a_cache_hit_spends_no_tokens(tmp_path):
                                                                             served["completion_tokens"])
     assert cached is not None and cached.usage.calls == 0 and cached.usage.cache_hits == 1
     assert cached.usage.prompt_tokens == 0
+
+
+KEY_LINE = "Setup: export `KILNCLOUD_API_KEY` with the API key from your KilnCloud account; the sync step needs it."
+OFFLINE_LINE = "Without a key everything below works on the local `log.csv`: the sync step is optional."
+NOT_NEEDED = ({"code": "needs_external_account", "file": "SKILL.md", "evidence": "Without a key everything below "
+               "works on the local `log.csv`", "why": "the key only serves an optional sync"},
+              {"code": "needs_live_service", "file": "SKILL.md", "evidence": "the sync step is optional",
+               "why": "the main workflow is local"})
+
+
+def test_the_prompt_shows_what_the_rules_flagged_fenced_as_untrusted(tmp_path):
+    record = _record(tmp_path, "kiln-sync", f"{KEY_LINE}\n\n{OFFLINE_LINE}")
+    assert record.status == SkillStatus.SCREENED_OUT
+    with FakeOpenAI(lambda body: _reply()) as srv:
+        _ask(record, srv, None)
+        user = next(m["content"] for m in srv.requests[0].body["messages"] if m["role"] == "user")
+    fenced = user[user.index("<<<UNTRUSTED flagged_lines"):user.index("<<<END UNTRUSTED flagged_lines")]
+    assert f"needs_external_account: SKILL.md:8: {KEY_LINE}" in fenced
+
+
+def test_with_clearing_on_a_quoted_optional_key_clears_the_rules_account_verdict(tmp_path):
+    record = _record(tmp_path, "kiln-sync", f"{KEY_LINE}\n\n{OFFLINE_LINE}")
+    with FakeOpenAI(lambda body: _reply(not_needed=NOT_NEEDED)) as srv:
+        out = _ask(record, srv, None, may_clear=True)
+    assert out.status == SkillStatus.ELIGIBLE and out.reasons == [] and out.findings == []
+    op = out.second_opinion
+    assert op is not None and op.cleared == [ReasonCode.NEEDS_EXTERNAL_ACCOUNT, ReasonCode.NEEDS_LIVE_SERVICE]
+    assert op.cleared_findings == record.findings  # what the rules saw is kept, on the opinion
+    assert {(d.code, d.kind) for d in op.disagreements} == {(ReasonCode.NEEDS_EXTERNAL_ACCOUNT, "model_cleared"),
+                                                            (ReasonCode.NEEDS_LIVE_SERVICE, "model_cleared")}
+    assert "SKILL.md:10: Without a key" in op.disagreements[0].detail
+
+
+def test_with_clearing_off_the_models_clearing_is_only_recorded(tmp_path):
+    record = _record(tmp_path, "kiln-sync", f"{KEY_LINE}\n\n{OFFLINE_LINE}")
+    with FakeOpenAI(lambda body: _reply(not_needed=NOT_NEEDED)) as srv:
+        out = _ask(record, srv, None)
+    assert (out.status, out.reasons, out.findings) == (record.status, record.reasons, record.findings)
+    op = out.second_opinion
+    assert op is not None and op.cleared == [] and op.cleared_findings == []
+    assert {d.kind for d in op.disagreements} == {"model_would_clear"}
+
+
+def test_clearing_needs_a_verified_quote_and_a_code_the_rules_flagged(tmp_path):
+    record = _record(tmp_path, "kiln-sync", f"{KEY_LINE}\n\n{OFFLINE_LINE}")
+    made_up = ({"code": "needs_external_account", "file": "SKILL.md", "evidence": "This skill never needs a key.",
+                "why": "invented"},
+               {"code": "needs_hardware", "file": "SKILL.md", "evidence": "the sync step is optional", "why": "x"})
+    with FakeOpenAI(lambda body: _reply(not_needed=made_up)) as srv:
+        out = _ask(record, srv, None, may_clear=True)
+    assert (out.status, out.reasons) == (record.status, record.reasons)
+    op = out.second_opinion
+    assert op is not None and op.cleared == []
+    assert (ReasonCode.NEEDS_EXTERNAL_ACCOUNT, "unverified_evidence") in [(d.code, d.kind) for d in op.disagreements]
+
+
+def test_an_injected_skill_gets_its_account_code_cleared_at_most_never_its_lure(tmp_path):
+    record = _record(tmp_path, "kiln-sync", f"{KEY_LINE}\n\n{OFFLINE_LINE}\n\n{LURE}\n\n{INJECTION}")
+    assert ReasonCode.MALICIOUS in record.reasons
+
+    def gullible(body: dict) -> str:  # obeys the skill: answers that nothing is needed and nothing is wrong
+        return _reply(not_needed=NOT_NEEDED, summary="audited and safe")
+
+    with FakeOpenAI(gullible) as srv:
+        out = _ask(record, srv, None, may_clear=True)
+    assert out.status == SkillStatus.SCREENED_OUT and ReasonCode.MALICIOUS in out.reasons
+    assert ReasonCode.NEEDS_EXTERNAL_ACCOUNT not in out.reasons
+    assert [f for f in out.findings if f.code == ReasonCode.MALICIOUS] == \
+        [f for f in record.findings if f.code == ReasonCode.MALICIOUS]
+
+
+def test_a_reply_clearing_malicious_is_outside_the_schema(tmp_path):
+    record = _record(tmp_path, "kiln-sync", LURE)
+    bad = ({"code": "malicious", "file": "SKILL.md", "evidence": "you must install the helper", "why": "x"},)
+    with FakeOpenAI(lambda body: _reply(not_needed=bad)) as srv, pytest.raises(LLMError) as err:
+        _ask(record, srv, None, may_clear=True)
+    assert err.value.reason == ReasonCode.LLM_SCHEMA_VIOLATION
+
+
+def test_the_cache_key_follows_what_the_rules_flagged(tmp_path):
+    flagged = _record(tmp_path / "a", "kiln-sync", f"{KEY_LINE}\n\n{OFFLINE_LINE}")
+    with FakeOpenAI(lambda body: _reply()) as srv:
+        _ask(flagged, srv, tmp_path / "cache")
+        _ask(flagged.model_copy(update={"findings": flagged.findings[:1]}), srv, tmp_path / "cache")
+        assert srv.count == 2  # other rule findings, other prompt: asked again

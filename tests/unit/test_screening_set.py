@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -77,6 +77,16 @@ def test_each_labelling_round_draws_from_hubs_new_to_the_set_and_outside_the_cor
     assert {e["repo"] for e in seventh} == {s.repo for s in select.ROUND7_SOURCES}
     assert len(seventh) == sum(s.random for s in select.ROUND7_SOURCES) == 80
     assert evaluate.ROUND_GROUPS[7] == "7"
+    eighth = [e for e in entries if e.get("round") == 8]
+    assert {e["repo"] for e in eighth} == {s.repo for s in select.ROUND8_SOURCES}
+    assert len(eighth) == sum(s.random for s in select.ROUND8_SOURCES) == 100
+    assert evaluate.ROUND_GROUPS[8] == "8"
+    ninth = [e for e in entries if e.get("round") == 9]
+    assert {e["repo"] for e in ninth} == {s.repo for s in select.ROUND9_SOURCES}
+    assert Counter(e["pool"] for e in ninth) == {
+        **{f"random:{s.repo}": s.random for s in select.ROUND9_SOURCES}, "security": 10}
+    assert all(e["half"] == select.half_of(e["group"]) for e in ninth)
+    assert evaluate.ROUND_GROUPS[9] == "9"
 
 
 def test_the_report_skips_with_a_message_without_mirrors(tmp_path, monkeypatch, capsys):
@@ -91,3 +101,23 @@ def test_the_report_skips_with_a_message_without_mirrors(tmp_path, monkeypatch, 
         sys.path.remove(str(SET))
     out = capsys.readouterr().out
     assert "screening set skipped: no local mirror for" in out and "AgentWorkers/skills@" in out
+
+
+def test_the_reports_model_opinion_scores_both_modes_from_one_reply(tmp_path):
+    """`screen_corpus_report.py --set --second-opinion`: one call per skill (the loopback fake server here), the
+    add-only verdict and the clearing verdict both read from it; a failed call scores as the screen alone."""
+    from skill2env_dagster.llm import LLMConfig
+    from tests.support.fake_openai import FakeOpenAI, server_error
+    from tests.unit.test_screen_second_opinion import KEY_LINE, NOT_NEEDED, OFFLINE_LINE, _record, _reply
+
+    evaluate = _module("evaluate")
+    record = _record(tmp_path, "kiln-sync", f"{KEY_LINE}\n\n{OFFLINE_LINE}")
+    with FakeOpenAI(lambda body: _reply(not_needed=NOT_NEEDED[:1])) as srv:
+        config = LLMConfig(base_url=srv.base_url, model="fake", max_retries=0, max_repairs=0, cache_dir="")
+        ask = evaluate.model_opinion(config, tmp_path / "cache")
+        got = ask(record)
+        assert srv.count == 1
+        srv.enqueue(server_error())
+        failed = evaluate.model_opinion(config, None)(record)
+    assert got == {"adds": {"needs_external_account", "needs_live_service"}, "adds_and_clears": {"needs_live_service"}}
+    assert failed == {evaluate.OPINION_FAILED: {"needs_external_account", "needs_live_service"}}

@@ -89,6 +89,12 @@ class ScreenSettings(BaseModel):
     second_opinion: bool = Field(default=False, description="Ask the configured model endpoint for a second "
                                  "opinion on each skill in skillhub_snapshot (one cached call per bundle; its usage "
                                  "is counted in the run's llm_usage). Off by default: a call per new bundle.")
+    second_opinion_clears: bool = Field(default=False, description="Let the second opinion clear a code the rules "
+                                        "flagged (account, live service, hardware, OS/GUI, persona, no actionable "
+                                        "content; never malicious or harmful) when it quotes the line showing the "
+                                        "main workflow does without it. Off by default: no model was reachable to "
+                                        "measure it; measure yours first (screen_corpus_report.py --set "
+                                        "--second-opinion). When off, such answers are only recorded.")
 
 
 def blocking_codes(findings: list[Finding]) -> list[ReasonCode]:

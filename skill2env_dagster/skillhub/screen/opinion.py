@@ -1,10 +1,15 @@
 """A model's second opinion on a screening verdict: one structured call per skill, cached by bundle digest.
 
-The rules stay the authority. The model may add a blocking reason, but only with a quote that is found in the
-skill (a hallucinated quote blocks nothing and is recorded as `unverified_evidence`); it never clears a verdict
-the rules reached (a `malicious` rule hit in particular stays, whatever the model says, and the difference is
-recorded as `rules_only`). The prompt is a template (prompts/screen_second_opinion.j2) whose hash, with the model
-settings, is the opinion's `prompt_version` and part of the skillhub_snapshot code version.
+The model may add a blocking reason, but only with a quote that is found in the skill (a hallucinated quote blocks
+nothing and is recorded as `unverified_evidence`). It sees what the rules flagged and may answer that the main
+workflow does without one of those codes, again with a verified quote (an optional key, a local mode): with
+`settings.screen.second_opinion_clears` on, that code leaves the verdict (`model_cleared`; the rules' findings move
+to the opinion), otherwise it is only recorded (`model_would_clear`). Keyword rules cannot tell an optional or
+illustrative mention from a requirement, which is most of the eligible skills they screen out; a model can. It
+never clears `malicious` or `harmful` (the wire schema does not allow those codes there, so an injected skill
+cannot talk the model out of a lure), nor a bundle or licence problem. The prompt is a template
+(prompts/screen_second_opinion.j2) whose hash, with the model settings, is the opinion's `prompt_version` and part of
+the skillhub_snapshot code version.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +32,7 @@ from skill2env_dagster.models.skill import (
     SkillStatus,
 )
 from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.skillhub.crawl import BLOCKING_CODES
 from skill2env_dagster.store import read_model, write_model
 
 OPINION_TEMPLATE = "screen_second_opinion.j2"
@@ -54,6 +60,11 @@ CODE_MEANINGS: tuple[tuple[str, str], ...] = (
     ("harmful", "helps harm third parties: phishing, malware, fake reviews, doxxing"),
 )
 
+# Codes a model may clear: what a skill needs or lacks, never what it would do to the user or others.
+ClearableCode = Literal["needs_external_account", "needs_live_service", "needs_hardware", "os_or_gui_specific",
+                        "persona_only", "no_actionable_content"]
+CLEARABLE: frozenset[ReasonCode] = frozenset(ReasonCode(c) for c in get_args(ClearableCode))
+
 
 class OpinionReplyReason(BaseModel):
     """One reason in the model's reply (wire schema: every key required, codes and lengths constrained)."""
@@ -66,12 +77,26 @@ class OpinionReplyReason(BaseModel):
     why: str = Field(min_length=1, max_length=300)
 
 
+class OpinionReplyClear(BaseModel):
+    """A flagged code the main workflow does without, shown by a quote (wire schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: ClearableCode
+    file: str = Field(min_length=1, max_length=300, description="Relative path of the file quoted.")
+    evidence: str = Field(min_length=MIN_QUOTE, max_length=300, description="Verbatim quote showing the main "
+                          "workflow works without it (an optional feature, a local mode, an illustration).")
+    why: str = Field(min_length=1, max_length=300)
+
+
 class OpinionReply(BaseModel):
     """The wire schema of the second opinion."""
 
     model_config = ConfigDict(extra="forbid")
 
     reasons: list[OpinionReplyReason] = Field(max_length=MAX_REASONS)
+    not_needed: list[OpinionReplyClear] = Field(max_length=MAX_REASONS, description="Codes the rules flagged "
+                                                "that the main workflow does not need.")
     summary: str = Field(max_length=400)
 
 
@@ -100,8 +125,18 @@ def skill_texts(record: SkillRecord, budget: int = FILE_BUDGET) -> list[tuple[st
     return out
 
 
-def opinion_messages(files: list[tuple[str, str]]) -> list[dict[str, str]]:
-    return render_messages(OPINION_TEMPLATE, codes=CODE_MEANINGS, max_reasons=MAX_REASONS, files=files)
+def flagged_lines(record: SkillRecord) -> list[tuple[str, str]]:
+    """(code, `file:line: text`) of each clearable code the rules reached, its first few evidence lines."""
+    out: list[tuple[str, str]] = []
+    for code in sorted(CLEARABLE & set(record.reasons), key=lambda c: c.value):
+        lines = [f"{f.file}:{f.line}: {f.text}" for f in record.findings if f.code == code][:3]
+        out.extend((code.value, line) for line in lines)
+    return out
+
+
+def opinion_messages(files: list[tuple[str, str]], flagged: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return render_messages(OPINION_TEMPLATE, codes=CODE_MEANINGS, max_reasons=MAX_REASONS, files=files,
+                           flagged="\n".join(f"{code}: {line}" for code, line in flagged))
 
 
 class OpinionCache:
@@ -131,27 +166,33 @@ class OpinionCache:
 
 
 def second_opinion(record: SkillRecord, client: JSONCompleter, *, model: str, prompt_version: str,
-                   cache: OpinionCache) -> SkillRecord:
-    """The record with the model's opinion merged in; raises LLMError (with its reason) when the call fails."""
+                   cache: OpinionCache, may_clear: bool = False) -> SkillRecord:
+    """The record with the model's opinion merged in; raises LLMError (with its reason) when the call fails.
+    The cache key holds what the rules flagged (the prompt shows it) but not `may_clear`: the reply is the same
+    either way, only what is done with it differs."""
     files = skill_texts(record)
     if not files:
         return record
-    reply = cache.get(record.bundle_digest, prompt_version)
+    flagged = flagged_lines(record)
+    key = f"{prompt_version}|{hashlib.sha256(repr(flagged).encode()).hexdigest()[:16]}"
+    reply = cache.get(record.bundle_digest, key)
     cached = reply is not None
     usage = Usage(cache_hits=1)
     if reply is None:
-        reply, usage = client.complete_json(opinion_messages(files), OpinionReply,
+        reply, usage = client.complete_json(opinion_messages(files, flagged), OpinionReply,
                                             purpose=f"screen:{record.skill_id}")
-        cache.put(record.bundle_digest, prompt_version, reply)
-    out = merge_opinion(record, reply, dict(files), model=model, prompt_version=prompt_version, cached=cached)
+        cache.put(record.bundle_digest, key, reply)
+    out = merge_opinion(record, reply, dict(files), model=model, prompt_version=prompt_version, cached=cached,
+                        may_clear=may_clear)
     if out.second_opinion is not None:
         out.second_opinion.usage = usage
     return out
 
 
 def merge_opinion(record: SkillRecord, reply: OpinionReply, texts: dict[str, str], *, model: str,
-                  prompt_version: str, cached: bool) -> SkillRecord:
-    """Add the model's verified blocking reasons; never remove one; record every difference."""
+                  prompt_version: str, cached: bool, may_clear: bool = False) -> SkillRecord:
+    """Add the model's verified blocking reasons; with `may_clear`, remove the clearable rule codes it shows are
+    not needed; record every difference."""
     verified: list[OpinionReason] = []
     disagreements: list[Disagreement] = []
     for r in reply.reasons:
@@ -165,7 +206,12 @@ def merge_opinion(record: SkillRecord, reply: OpinionReply, texts: dict[str, str
     model_codes = {r.code for r in verified}
     rule_codes = {c for c in record.reasons if c.value in {code for code, _ in CODE_MEANINGS}}
     added = sorted(model_codes - rule_codes, key=lambda c: c.value)
-    for code in sorted(rule_codes - model_codes, key=lambda c: c.value):
+    not_needed = _not_needed(reply, texts, rule_codes - model_codes, disagreements)
+    cleared = sorted(not_needed, key=lambda c: c.value) if may_clear else []
+    for code, where in sorted(not_needed.items(), key=lambda kv: kv[0].value):
+        kind: Literal["model_cleared", "model_would_clear"] = "model_cleared" if may_clear else "model_would_clear"
+        disagreements.append(Disagreement(code=code, kind=kind, detail=where[:300]))
+    for code in sorted(rule_codes - model_codes - set(not_needed), key=lambda c: c.value):
         disagreements.append(Disagreement(code=code, kind="rules_only", detail="the rules found it; the model did "
                                           "not (the rules' verdict stands)"))
     for code in added:
@@ -174,7 +220,8 @@ def merge_opinion(record: SkillRecord, reply: OpinionReply, texts: dict[str, str
                                           f"{first.evidence}"[:300]))
     out = record.model_copy(deep=True)
     out.second_opinion = SecondOpinion(model=model, prompt_version=prompt_version, cached=cached,
-                                       summary=reply.summary, reasons=verified, added=added,
+                                       summary=reply.summary, reasons=verified, added=added, cleared=cleared,
+                                       cleared_findings=[f for f in out.findings if f.code in cleared],
                                        disagreements=disagreements)
     if added:
         out.findings = [*out.findings, *[Finding(code=r.code, rule=OPINION_RULE, file=r.file, line=r.line,
@@ -182,7 +229,35 @@ def merge_opinion(record: SkillRecord, reply: OpinionReply, texts: dict[str, str
         out.reasons = sorted(set(out.reasons) | set(added), key=lambda c: c.value)
         if out.status == SkillStatus.ELIGIBLE:
             out.status = SkillStatus.SCREENED_OUT
+    if cleared:
+        _clear(out, set(cleared))
     return out
+
+
+def _not_needed(reply: OpinionReply, texts: dict[str, str], clearable: set[ReasonCode],
+                disagreements: list[Disagreement]) -> dict[ReasonCode, str]:
+    """Rule codes the model says the main workflow does without, each with its verified quote (`file:line:
+    quote`). Only codes the rules reached, that are clearable and that the model does not also give as a reason."""
+    out: dict[ReasonCode, str] = {}
+    for c in reply.not_needed:
+        code = ReasonCode(c.code)
+        if code not in clearable & CLEARABLE or code in out:
+            continue
+        found = locate_quote(c.evidence, c.file, texts)
+        if found is None:
+            disagreements.append(Disagreement(code=code, kind="unverified_evidence",
+                                              detail=f"not needed? {c.file}: {c.evidence}"[:300]))
+            continue
+        out[code] = f"{found[0]}:{found[1]}: {found[2]} ({c.why})"
+    return out
+
+
+def _clear(record: SkillRecord, cleared: set[ReasonCode]) -> None:
+    """Remove the cleared codes and their findings; a screened-out skill with no blocking code left is eligible."""
+    record.findings = [f for f in record.findings if f.code not in cleared]
+    record.reasons = [c for c in record.reasons if c not in cleared]
+    if record.status == SkillStatus.SCREENED_OUT and not any(c in BLOCKING_CODES for c in record.reasons):
+        record.status = SkillStatus.ELIGIBLE
 
 
 _SPACE = re.compile(r"\s+")
