@@ -143,3 +143,25 @@ def test_api_call_prerequisites_and_real_phone_calls_are_a_live_service(line, ru
 def test_mocked_api_calls_and_phone_call_advice_are_not(line):
     found = rules(screen_text(f"# Bookings\n\n{line}\n{STEPS}"), LIVE)
     assert {"live.prerequisite_for_api_calls", "live.places_phone_calls"}.isdisjoint(found)
+
+
+# ------------------------------------------------ a configuration block that gives a credential variable a value
+CONFIG = ("# Wiki pages\n\nManage pages of the team wiki.\n\n## Configuration\n\n```json\n{{\n  \"env\": {{\n"
+          "    \"WIKI_URL\": \"https://wiki.tidewatch.io\",\n    {line}\n  }}\n}}\n```\n" + STEPS)
+
+
+@pytest.mark.parametrize("line", [
+    '"WIKI_TOKEN_SECRET": "paste-the-secret-here"',
+    '"TIDEWATCH_API_KEY": "tw-live-0000"',
+])
+def test_a_config_block_that_sets_a_credential_variable_is_a_stated_requirement(line):
+    assert "acct.credential_config_value" in rules(screen_text(CONFIG.format(line=line)), ACCT)
+
+
+@pytest.mark.parametrize("line", [
+    '"EXAMPLE_API_KEY": "not-a-real-key"',
+    '"WIKI_TOKEN": "optional, raises the page limit"',
+    '"WIKI_CACHE_DIR": "/tmp/wiki"',
+])
+def test_a_placeholder_optional_or_non_credential_config_value_is_not(line):
+    assert "acct.credential_config_value" not in rules(screen_text(CONFIG.format(line=line)), ACCT)
