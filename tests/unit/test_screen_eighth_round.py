@@ -165,3 +165,25 @@ def test_a_config_block_that_sets_a_credential_variable_is_a_stated_requirement(
 ])
 def test_a_placeholder_optional_or_non_credential_config_value_is_not(line):
     assert "acct.credential_config_value" not in rules(screen_text(CONFIG.format(line=line)), ACCT)
+
+
+# ------------------------------------------- a list of credential variables under "you need to set these"
+ENVLIST = "# Ferry times\n\nPlan ferry trips.\n\n## Setup\n\n{intro}\n- `{var}` - {what}\n- `FERRY_REGION` - default region\n" + STEPS
+
+
+@pytest.mark.parametrize("intro, var, what", [
+    ("Users need Ferrylink credentials set via environment variables:", "FERRYLINK_API_KEY", "API key"),
+    ("需要配置以下环境变量：", "FERRYLINK_PASSWORD", "Ferrylink API 密码"),
+    ("You must export these environment variables before the first run:", "FERRYLINK_TOKEN", "access token"),
+])
+def test_a_credential_variable_listed_under_a_set_these_sentence_is_a_stated_requirement(intro, var, what):
+    assert "acct.credential_env_list" in rules(screen_text(ENVLIST.format(intro=intro, var=var, what=what)), ACCT)
+
+
+@pytest.mark.parametrize("intro, var, what", [
+    ("Users need these environment variables:", "POSTGRES_PASSWORD", "password of the local database"),
+    ("Set these environment variables:", "FERRYLINK_TOKEN", "optional, raises the rate limit"),
+    ("The script reads these values:", "FERRYLINK_API_KEY", "API key"),
+])
+def test_a_local_database_password_an_optional_item_or_a_list_without_a_set_these_sentence_is_not(intro, var, what):
+    assert "acct.credential_env_list" not in rules(screen_text(ENVLIST.format(intro=intro, var=var, what=what)), ACCT)
