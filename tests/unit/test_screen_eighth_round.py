@@ -187,3 +187,21 @@ def test_a_credential_variable_listed_under_a_set_these_sentence_is_a_stated_req
 ])
 def test_a_local_database_password_an_optional_item_or_a_list_without_a_set_these_sentence_is_not(intro, var, what):
     assert "acct.credential_env_list" not in rules(screen_text(ENVLIST.format(intro=intro, var=var, what=what)), ACCT)
+
+
+# ------------------------------------------------ a skill that teaches coding patterns illustrates requests
+PATTERNS = ("# Outbound calls\n\nWrap every vendor in one client:\n\n```ts\n"
+            "const tides = ky.create({ prefixUrl: 'https://api.tidewatch.io/v1' });\n"
+            "await fetch('https://api.tidewatch.io/v1/tides?port=BRS');\n```\n" + STEPS)
+EXAMPLE_RULES = {"live.public_api_request", "live.remote_http_call", "acct.api_call_with_auth"}
+
+
+def test_requests_in_the_examples_of_a_coding_patterns_skill_illustrate_code():
+    fm = {"name": "ts-http-client-patterns", "description": "TypeScript outbound HTTP patterns: timeouts, retries, "
+          "one wrapper per vendor.", "license": "MIT"}
+    assert not EXAMPLE_RULES & rules(screen_text(PATTERNS, frontmatter=fm))
+
+
+def test_the_same_requests_in_a_skill_that_uses_the_service_still_count():
+    fm = {"name": "tide-report", "description": "Daily tide report for a port from the Tidewatch API.", "license": "MIT"}
+    assert "live.public_api_request" in rules(screen_text(PATTERNS, frontmatter=fm))
