@@ -205,3 +205,26 @@ def test_requests_in_the_examples_of_a_coding_patterns_skill_illustrate_code():
 def test_the_same_requests_in_a_skill_that_uses_the_service_still_count():
     fm = {"name": "tide-report", "description": "Daily tide report for a port from the Tidewatch API.", "license": "MIT"}
     assert "live.public_api_request" in rules(screen_text(PATTERNS, frontmatter=fm))
+
+
+# ------------------------------------------------ a description that says the data comes from a named website
+def _described(desc: str):
+    fm = {"name": "tides", "description": desc, "license": "MIT"}
+    return screen_text(f"---\nname: tides\ndescription: {desc}\n---\n# Tides\n{STEPS}", frontmatter=fm)
+
+
+@pytest.mark.parametrize("desc", [
+    "Fetches today's tide table from tidewatch.io and formats it.",
+    "获取 tidewatch.io 每日潮汐表和图片。",
+    "从 tidewatch.io 获取每日潮汐表。",
+])
+def test_a_description_that_fetches_from_a_named_site_is_a_live_service(desc):
+    assert "live.description_fetches_from_site" in rules(_described(desc), LIVE)
+
+
+@pytest.mark.parametrize("desc", [
+    "Formats tide tables from CSV files the user downloads.",
+    "Builds an integration that fetches data from tidewatch.io for your app.",
+])
+def test_local_data_or_building_the_integration_is_not(desc):
+    assert "live.description_fetches_from_site" not in rules(_described(desc), LIVE)
