@@ -228,3 +228,23 @@ def test_a_description_that_fetches_from_a_named_site_is_a_live_service(desc):
 ])
 def test_local_data_or_building_the_integration_is_not(desc):
     assert "live.description_fetches_from_site" not in rules(_described(desc), LIVE)
+
+
+# ------------------------------------------------ a service priced per call is paid from the user's account
+@pytest.mark.parametrize("line", [
+    "Pricing: $0.02 per call, billed to your workspace.",
+    "- 每次调用：0.05 USDC",
+    "Payment is settled with x402 on each request.",
+    "Each lookup costs 3 credits.",
+])
+def test_a_per_call_price_or_x402_payment_is_a_paid_account(line):
+    assert "acct.paid_per_call" in rules(screen_text(f"# Signals\n\n{line}\n{STEPS}"), ACCT)
+
+
+@pytest.mark.parametrize("line", [
+    "Run each query 3 times and average the scores.",
+    "The free tier allows 100 requests per day; per request: $0 on the free tier.",
+    "Budget about 2 seconds per request for the local server.",
+])
+def test_a_count_a_free_tier_or_a_time_budget_is_not(line):
+    assert "acct.paid_per_call" not in rules(screen_text(f"# Signals\n\n{line}\n{STEPS}"), ACCT)
