@@ -248,3 +248,19 @@ def test_a_per_call_price_or_x402_payment_is_a_paid_account(line):
 ])
 def test_a_count_a_free_tier_or_a_time_budget_is_not(line):
     assert "acct.paid_per_call" not in rules(screen_text(f"# Signals\n\n{line}\n{STEPS}"), ACCT)
+
+
+# ------------------------------------------------ a wallet key handed to the workflow signs on a live chain
+@pytest.mark.parametrize("line", [
+    "PRIVATE_KEY=0xabc... RPC_URL=... node scripts/settle.js",
+    "export WALLET_MNEMONIC=\"twelve words ...\"",
+])
+def test_a_wallet_private_key_or_seed_given_to_the_workflow_is_an_account_on_a_live_chain(line):
+    found = screen_text(f"# Settle\n\n```bash\n{line}\n```\n{STEPS}")
+    assert "acct.wallet_key_supplied" in rules(found, ACCT) and LIVE in {f.code for f in found}
+
+
+def test_a_secret_scanner_that_names_private_key_variables_is_not():
+    fm = {"name": "key-leak-scanner", "description": "Scans commits for leaked secrets.", "license": "MIT"}
+    found = screen_text("# Scan\n\nFlag lines such as:\n\n```bash\nPRIVATE_KEY=0xdeadbeef\n```\n" + STEPS, frontmatter=fm)
+    assert "acct.wallet_key_supplied" not in rules(found)
