@@ -264,3 +264,22 @@ def test_a_secret_scanner_that_names_private_key_variables_is_not():
     fm = {"name": "key-leak-scanner", "description": "Scans commits for leaked secrets.", "license": "MIT"}
     found = screen_text("# Scan\n\nFlag lines such as:\n\n```bash\nPRIVATE_KEY=0xdeadbeef\n```\n" + STEPS, frontmatter=fm)
     assert "acct.wallet_key_supplied" not in rules(found)
+
+
+# ------------------------------------------------ registering with the service before using it is an account
+@pytest.mark.parametrize("line", [
+    "**You must register before using any other endpoint.**",
+    "Agents need to sign up first; the response carries the agent id.",
+    "## Registration (required)",
+])
+def test_having_to_register_with_the_service_is_an_account(line):
+    assert "acct.must_register" in rules(screen_text(f"# Ledger\n\n{line}\n{STEPS}"), ACCT)
+
+
+@pytest.mark.parametrize("line", [
+    "Each plugin must register a handler for the `tide` event.",
+    "You need to register the service worker in `main.ts`.",
+    "Registration is optional: you need to sign up only to sync across devices, if you want to.",
+])
+def test_registering_code_or_an_optional_sign_up_is_not(line):
+    assert "acct.must_register" not in rules(screen_text(f"# Ledger\n\n{line}\n{STEPS}"), ACCT)
