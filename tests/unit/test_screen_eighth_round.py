@@ -283,3 +283,18 @@ def test_having_to_register_with_the_service_is_an_account(line):
 ])
 def test_registering_code_or_an_optional_sign_up_is_not(line):
     assert "acct.must_register" not in rules(screen_text(f"# Ledger\n\n{line}\n{STEPS}"), ACCT)
+
+
+# ------------------------------------------------ configured connectors are the user's connected sources
+@pytest.mark.parametrize("line", [
+    "3. **Execute** - run searches in parallel across configured connectors",
+    "Unified search across all configured sources.",
+])
+def test_searching_across_configured_connectors_or_sources_needs_them(line):
+    found = screen_text(f"# Team search\n\n{line}\n{STEPS}")
+    assert LIVE in {f.code for f in found}
+
+
+def test_a_configured_source_folder_is_not_a_connector():
+    found = rules(screen_text(f"# Notes\n\nIndex the configured source folders and build the search index locally.\n{STEPS}"))
+    assert not {"live.connected_sources", "acct.connector_data"} & found
