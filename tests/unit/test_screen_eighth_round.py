@@ -168,7 +168,8 @@ def test_a_placeholder_optional_or_non_credential_config_value_is_not(line):
 
 
 # ------------------------------------------- a list of credential variables under "you need to set these"
-ENVLIST = "# Ferry times\n\nPlan ferry trips.\n\n## Setup\n\n{intro}\n- `{var}` - {what}\n- `FERRY_REGION` - default region\n" + STEPS
+ENVLIST = ("# Ferry times\n\nPlan ferry trips.\n\n## Setup\n\n{intro}\n- `{var}` - {what}\n"
+           "- `FERRY_REGION` - default region\n" + STEPS)
 
 
 @pytest.mark.parametrize("intro, var, what", [
@@ -203,7 +204,8 @@ def test_requests_in_the_examples_of_a_coding_patterns_skill_illustrate_code():
 
 
 def test_the_same_requests_in_a_skill_that_uses_the_service_still_count():
-    fm = {"name": "tide-report", "description": "Daily tide report for a port from the Tidewatch API.", "license": "MIT"}
+    fm = {"name": "tide-report", "description": "Daily tide report for a port from the Tidewatch API.",
+          "license": "MIT"}
     assert "live.public_api_request" in rules(screen_text(PATTERNS, frontmatter=fm))
 
 
@@ -262,7 +264,8 @@ def test_a_wallet_private_key_or_seed_given_to_the_workflow_is_an_account_on_a_l
 
 def test_a_secret_scanner_that_names_private_key_variables_is_not():
     fm = {"name": "key-leak-scanner", "description": "Scans commits for leaked secrets.", "license": "MIT"}
-    found = screen_text("# Scan\n\nFlag lines such as:\n\n```bash\nPRIVATE_KEY=0xdeadbeef\n```\n" + STEPS, frontmatter=fm)
+    text = "# Scan\n\nFlag lines such as:\n\n```bash\nPRIVATE_KEY=0xdeadbeef\n```\n" + STEPS
+    found = screen_text(text, frontmatter=fm)
     assert "acct.wallet_key_supplied" not in rules(found)
 
 
@@ -296,5 +299,6 @@ def test_searching_across_configured_connectors_or_sources_needs_them(line):
 
 
 def test_a_configured_source_folder_is_not_a_connector():
-    found = rules(screen_text(f"# Notes\n\nIndex the configured source folders and build the search index locally.\n{STEPS}"))
+    text = f"# Notes\n\nIndex the configured source folders and build the search index locally.\n{STEPS}"
+    found = rules(screen_text(text))
     assert not {"live.connected_sources", "acct.connector_data"} & found
