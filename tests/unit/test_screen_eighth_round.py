@@ -56,23 +56,17 @@ TABLE = ("# Tide reports\n\nFetch tide tables and summarise them.\n\n## Configur
          + STEPS)
 
 
-@pytest.mark.parametrize("row", [
-    "| `TIDEWATCH_API_KEY` | ✅ | Key for the Tidewatch service |",
-    "| TIDEWATCH_CLIENT_SECRET | yes | OAuth client secret |",
-    "| `HARBOUR_OPS_TOKEN` | Token from the harbour portal |",
+@pytest.mark.parametrize("row, fires", [
+    ("| `TIDEWATCH_API_KEY` | ✅ | Key for the Tidewatch service |", True),
+    ("| TIDEWATCH_CLIENT_SECRET | yes | OAuth client secret |", True),
+    ("| `HARBOUR_OPS_TOKEN` | Token from the harbour portal |", True),
+    ("| `TIDEWATCH_API_KEY` | optional | Raises the rate limit |", False),
+    ("| `TIDEWATCH_API_KEY` | ❌ | Only for the paid tier |", False),
+    ("| `YOUR_API_KEY` | ✅ | Placeholder name in a template |", False),
+    ("| `TIDE_CACHE_DIR` | ✅ | Where tables are cached |", False),
 ])
-def test_a_credential_variable_in_a_configuration_table_is_a_stated_requirement(row):
-    assert "acct.credential_env_table" in rules(screen_text(TABLE.format(row=row)), ACCT)
-
-
-@pytest.mark.parametrize("row", [
-    "| `TIDEWATCH_API_KEY` | optional | Raises the rate limit |",
-    "| `TIDEWATCH_API_KEY` | ❌ | Only for the paid tier |",
-    "| `YOUR_API_KEY` | ✅ | Placeholder name in a template |",
-    "| `TIDE_CACHE_DIR` | ✅ | Where tables are cached |",
-])
-def test_an_optional_or_placeholder_or_non_credential_row_is_not(row):
-    assert "acct.credential_env_table" not in rules(screen_text(TABLE.format(row=row)), ACCT)
+def test_a_credential_variable_in_a_configuration_table_is_a_stated_requirement_unless_optional(row, fires):
+    assert ("acct.credential_env_table" in rules(screen_text(TABLE.format(row=row)), ACCT)) is fires
 
 
 # ------------------------------------------------------ connectors the skill says it can do without are optional
@@ -104,67 +98,20 @@ def test_a_stated_key_is_not_cancelled_by_a_degraded_mode():
     assert ACCT in {f.code for f in screen_text(text)}
 
 
-# ------------------------------------------------ a session counted or logged is no authenticated connection
-@pytest.mark.parametrize("line", [
-    "Report figures such as active session counts and queued jobs.",
-    "The active connection pool is sized from the config file.",
-    "Print the active session ids found in the log archive.",
-])
-def test_a_session_or_connection_that_is_counted_or_listed_is_not_a_login(line):
-    assert _rule("acct.connect_account").rx.search(line) is None
-
-
-@pytest.mark.parametrize("line", [
-    "Before running, ensure an active connection exists for the tidewatch toolkit.",
-    "- Active Tidewatch connection via the connections manager",
-    "Needs a harbour account with an active login session.",
-])
-def test_an_active_connection_the_workflow_needs_still_counts(line):
-    assert _rule("acct.connect_account").rx.search(line)
-
-
-# --------------------------------------------- a prerequisite for API calls; placing real phone calls
-@pytest.mark.parametrize("line, rule", [
-    ("This skill needs the `tidewatch-core` skill for client setup and API calls.", "live.prerequisite_for_api_calls"),
-    ("Requires an HTTP client for API requests to the harbour registry.", "live.prerequisite_for_api_calls"),
-    ("Use it to place outbound phone calls to confirm bookings.", "live.places_phone_calls"),
-    ("The agent dials voice calls to the on-call engineer.", "live.places_phone_calls"),
-])
-def test_api_call_prerequisites_and_real_phone_calls_are_a_live_service(line, rule):
-    assert rule in rules(screen_text(f"# Bookings\n\n{line}\n{STEPS}"), LIVE)
-
-
-@pytest.mark.parametrize("line", [
-    "Requires pytest for the API request mocks in tests/.",
-    "The schema module is needed for typing; no network is used.",
-    "Write call scripts to practise making phone calls with a friend.",
-    "Prepare notes before you make phone calls to suppliers.",
-])
-def test_mocked_api_calls_and_phone_call_advice_are_not(line):
-    found = rules(screen_text(f"# Bookings\n\n{line}\n{STEPS}"), LIVE)
-    assert {"live.prerequisite_for_api_calls", "live.places_phone_calls"}.isdisjoint(found)
-
-
 # ------------------------------------------------ a configuration block that gives a credential variable a value
 CONFIG = ("# Wiki pages\n\nManage pages of the team wiki.\n\n## Configuration\n\n```json\n{{\n  \"env\": {{\n"
           "    \"WIKI_URL\": \"https://wiki.tidewatch.io\",\n    {line}\n  }}\n}}\n```\n" + STEPS)
 
 
-@pytest.mark.parametrize("line", [
-    '"WIKI_TOKEN_SECRET": "paste-the-secret-here"',
-    '"TIDEWATCH_API_KEY": "tw-live-0000"',
+@pytest.mark.parametrize("line, fires", [
+    ('"WIKI_TOKEN_SECRET": "paste-the-secret-here"', True),
+    ('"TIDEWATCH_API_KEY": "tw-live-0000"', True),
+    ('"EXAMPLE_API_KEY": "not-a-real-key"', False),
+    ('"WIKI_TOKEN": "optional, raises the page limit"', False),
+    ('"WIKI_CACHE_DIR": "/tmp/wiki"', False),
 ])
-def test_a_config_block_that_sets_a_credential_variable_is_a_stated_requirement(line):
-    assert "acct.credential_config_value" in rules(screen_text(CONFIG.format(line=line)), ACCT)
-
-
-@pytest.mark.parametrize("line", [
-    '"EXAMPLE_API_KEY": "not-a-real-key"',
-    '"WIKI_TOKEN": "optional, raises the page limit"',
-    '"WIKI_CACHE_DIR": "/tmp/wiki"',
-])
-def test_a_placeholder_optional_or_non_credential_config_value_is_not(line):
-    assert "acct.credential_config_value" not in rules(screen_text(CONFIG.format(line=line)), ACCT)
+def test_a_config_block_that_sets_a_credential_variable_is_a_stated_requirement_unless_optional(line, fires):
+    assert ("acct.credential_config_value" in rules(screen_text(CONFIG.format(line=line)), ACCT)) is fires
 
 
 # ------------------------------------------- a list of credential variables under "you need to set these"
@@ -232,26 +179,6 @@ def test_local_data_or_building_the_integration_is_not(desc):
     assert "live.description_fetches_from_site" not in rules(_described(desc), LIVE)
 
 
-# ------------------------------------------------ a service priced per call is paid from the user's account
-@pytest.mark.parametrize("line", [
-    "Pricing: $0.02 per call, billed to your workspace.",
-    "- 每次调用：0.05 USDC",
-    "Payment is settled with x402 on each request.",
-    "Each lookup costs 3 credits.",
-])
-def test_a_per_call_price_or_x402_payment_is_a_paid_account(line):
-    assert "acct.paid_per_call" in rules(screen_text(f"# Signals\n\n{line}\n{STEPS}"), ACCT)
-
-
-@pytest.mark.parametrize("line", [
-    "Run each query 3 times and average the scores.",
-    "The free tier allows 100 requests per day; per request: $0 on the free tier.",
-    "Budget about 2 seconds per request for the local server.",
-])
-def test_a_count_a_free_tier_or_a_time_budget_is_not(line):
-    assert "acct.paid_per_call" not in rules(screen_text(f"# Signals\n\n{line}\n{STEPS}"), ACCT)
-
-
 # ------------------------------------------------ a wallet key handed to the workflow signs on a live chain
 @pytest.mark.parametrize("line", [
     "PRIVATE_KEY=0xabc... RPC_URL=... node scripts/settle.js",
@@ -269,25 +196,6 @@ def test_a_secret_scanner_that_names_private_key_variables_is_not():
     assert "acct.wallet_key_supplied" not in rules(found)
 
 
-# ------------------------------------------------ registering with the service before using it is an account
-@pytest.mark.parametrize("line", [
-    "**You must register before using any other endpoint.**",
-    "Agents need to sign up first; the response carries the agent id.",
-    "## Registration (required)",
-])
-def test_having_to_register_with_the_service_is_an_account(line):
-    assert "acct.must_register" in rules(screen_text(f"# Ledger\n\n{line}\n{STEPS}"), ACCT)
-
-
-@pytest.mark.parametrize("line", [
-    "Each plugin must register a handler for the `tide` event.",
-    "You need to register the service worker in `main.ts`.",
-    "Registration is optional: you need to sign up only to sync across devices, if you want to.",
-])
-def test_registering_code_or_an_optional_sign_up_is_not(line):
-    assert "acct.must_register" not in rules(screen_text(f"# Ledger\n\n{line}\n{STEPS}"), ACCT)
-
-
 # ------------------------------------------------ configured connectors are the user's connected sources
 @pytest.mark.parametrize("line", [
     "3. **Execute** - run searches in parallel across configured connectors",
@@ -302,3 +210,52 @@ def test_a_configured_source_folder_is_not_a_connector():
     text = f"# Notes\n\nIndex the configured source folders and build the search index locally.\n{STEPS}"
     found = rules(screen_text(text))
     assert not {"live.connected_sources", "acct.connector_data"} & found
+
+
+# ------------------------------------------------ one-line principles: (rule, text it fires on / stays silent on)
+FIRES = [
+    # a prerequisite that exists for API calls: the workflow calls that API
+    ("live.prerequisite_for_api_calls", "This skill needs the `tidewatch-core` skill for client setup and API calls."),
+    ("live.prerequisite_for_api_calls", "Requires an HTTP client for API requests to the harbour registry."),
+    # placing real phone calls goes through a telephony provider
+    ("live.places_phone_calls", "Use it to place outbound phone calls to confirm bookings."),
+    ("live.places_phone_calls", "The agent dials voice calls to the on-call engineer."),
+    # a price per call, or x402 payment, is paid from the user's account or wallet
+    ("acct.paid_per_call", "Pricing: $0.02 per call, billed to your workspace."),
+    ("acct.paid_per_call", "- 每次调用：0.05 USDC"),
+    ("acct.paid_per_call", "Payment is settled with x402 on each request."),
+    ("acct.paid_per_call", "Each lookup costs 3 credits."),
+    # having to register with the service before using it is an account there
+    ("acct.must_register", "**You must register before using any other endpoint.**"),
+    ("acct.must_register", "Agents need to sign up first; the response carries the agent id."),
+    ("acct.must_register", "## Registration (required)"),
+    # an active connection the workflow must have is a login; a session that is counted or listed is not
+    ("acct.connect_account", "Before running, ensure an active connection exists for the tidewatch toolkit."),
+    ("acct.connect_account", "- Active Tidewatch connection via the connections manager"),
+    ("acct.connect_account", "Needs a harbour account with an active login session."),
+]
+SILENT = [
+    ("live.prerequisite_for_api_calls", "Requires pytest for the API request mocks in tests/."),
+    ("live.prerequisite_for_api_calls", "The schema module is needed for typing; no network is used."),
+    ("live.places_phone_calls", "Write call scripts to practise making phone calls with a friend."),
+    ("live.places_phone_calls", "Prepare notes before you make phone calls to suppliers."),
+    ("acct.paid_per_call", "Run each query 3 times and average the scores."),
+    ("acct.paid_per_call", "The free tier allows 100 requests per day; per request: $0 on the free tier."),
+    ("acct.paid_per_call", "Budget about 2 seconds per request for the local server."),
+    ("acct.must_register", "Each plugin must register a handler for the `tide` event."),
+    ("acct.must_register", "You need to register the service worker in `main.ts`."),
+    ("acct.must_register", "Registration is optional: you need to sign up to sync devices, if you want to."),
+    ("acct.connect_account", "Report figures such as active session counts and queued jobs."),
+    ("acct.connect_account", "The active connection pool is sized from the config file."),
+    ("acct.connect_account", "Print the active session ids found in the log archive."),
+]
+
+
+@pytest.mark.parametrize("rule, line", FIRES)
+def test_the_principle_fires_on_text_written_by_us(rule, line):
+    assert rule in rules(screen_text(f"# Bookings\n\n{line}\n{STEPS}"))
+
+
+@pytest.mark.parametrize("rule, line", SILENT)
+def test_the_principle_stays_silent_on_its_counter_examples(rule, line):
+    assert rule not in rules(screen_text(f"# Bookings\n\n{line}\n{STEPS}"))
