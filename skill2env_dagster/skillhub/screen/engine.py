@@ -112,7 +112,10 @@ def screen_skill(texts: dict[str, str], frontmatter: dict, body: str, settings: 
     skill_file = next((p for p in sorted(texts) if _SKILL_FILE.match(p)), "SKILL.md")
     about = _identity_text(fm, texts.get(skill_file, ""))
     identity = _IDENTITY_STRIP.sub("", about.lower())
-    off = frozenset(k for k, r in enumerate(book.rules) if r.unless_skill is not None and r.unless_skill.search(about))
+    skill_md = texts.get(skill_file, "")
+    off = frozenset(k for k, r in enumerate(book.rules)
+                    if (r.unless_skill is not None and r.unless_skill.search(about))
+                    or (r.unless_body is not None and r.unless_body.search(skill_md)))
     defensive = bool(book.defensive_identity.search(about))
     contexts = [build_context(path, texts[path], book, defensive=defensive) for path in sorted(texts)
                 if texts[path] and not book.skip_files.search(path)]

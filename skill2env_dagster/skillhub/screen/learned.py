@@ -35,14 +35,16 @@ import yaml
 from skill2env_dagster.models.skill import Finding
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.skillhub.screen.context import line_of
+from skill2env_dagster.skillhub.screen.rules import book_fragments
 
 MODEL_FILE = Path(__file__).resolve().parents[2] / "data" / "screening_learned.json"
 MAX_CHARS = 20_000  # the head of SKILL.md: set-up sections come first, long reference tails add noise
 MIN_EVIDENCE_CHARS = 12  # shorter lines (a bare heading, a fence) make poor evidence
 CRED_LIVE = frozenset({ReasonCode.NEEDS_EXTERNAL_ACCOUNT, ReasonCode.NEEDS_LIVE_SERVICE})
 RULE_ADD = "learned.needs_live_service"
-_LOCAL = r"(localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])\b"
-_PLACEHOLDER = r"[\w.-]*(example\.(com|org|net)|\.invalid|\.test|\.localhost)\b"
+# Local and placeholder hosts: the rule book's own fragments (data/screening_rules.yaml `fragments:`), one definition
+_LOCAL = book_fragments()["local_host"] + r"\b"
+_PLACEHOLDER = book_fragments()["placeholder_host"]
 # What an evidence line must name: a URL of a remote (non-local, non-placeholder) host, a bare domain name, an
 # account of the user's, or an authentication term (keys, access tokens, logins, OAuth, webhooks, credential-named
 # variables). Bare "token" (LLM tokens) and "account" (a ledger account) are not enough on their own.

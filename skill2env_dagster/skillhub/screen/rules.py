@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import ahocorasick
 import yaml
@@ -57,6 +57,9 @@ class Rule(_Strict):
     unless: str | None = Field(default=None, description="A hit is ignored when its line matches this regex.")
     unless_skill: str | None = Field(default=None, description="The rule is off for a skill whose name or description "
                                      "matches this regex (a skill that builds MCP servers does not depend on one).")
+    unless_body: str | None = Field(default=None, description="The rule is off for a skill whose SKILL.md says this "
+                                    "anywhere (a skill that states it still works without its connectors uses them "
+                                    "as optional sources).")
     near: list[str] = Field(default_factory=list, description="Each regex must match within near_window lines.")
     unless_near: str | None = Field(default=None, description="A hit is ignored when this regex matches within "
                                     "near_window lines (a Linux alternative next to a macOS command: one platform "
@@ -107,6 +110,7 @@ class Rule(_Strict):
             rx=_compile(self.pattern, flags | re.MULTILINE),
             unless=_compile(self.unless, re.IGNORECASE) if self.unless else None,
             unless_skill=_compile(self.unless_skill, re.IGNORECASE) if self.unless_skill else None,
+            unless_body=_compile(self.unless_body, re.IGNORECASE | re.MULTILINE) if self.unless_body else None,
             near=tuple(_compile(n, re.IGNORECASE) for n in [*self.near, *_absent(self.unless_near)]),
             under_heading=_compile(self.under_heading, re.IGNORECASE) if self.under_heading else None,
         )
@@ -120,13 +124,13 @@ def _absent(pattern: str | None) -> list[str]:
 class CompiledRule:
     """A rule with its regexes compiled once per process."""
 
-    __slots__ = ("near", "rule", "rx", "triggers", "under_heading", "unless", "unless_skill")
+    __slots__ = ("near", "rule", "rx", "triggers", "under_heading", "unless", "unless_body", "unless_skill")
 
     def __init__(self, rule: Rule, rx: re.Pattern[str], unless: re.Pattern[str] | None,
                  near: tuple[re.Pattern[str], ...], unless_skill: re.Pattern[str] | None = None,
-                 under_heading: re.Pattern[str] | None = None) -> None:
+                 under_heading: re.Pattern[str] | None = None, unless_body: re.Pattern[str] | None = None) -> None:
         self.rule, self.rx, self.unless, self.near, self.unless_skill = rule, rx, unless, near, unless_skill
-        self.under_heading = under_heading
+        self.under_heading, self.unless_body = under_heading, unless_body
         self.triggers = tuple(rule.triggers)
 
 
@@ -284,6 +288,8 @@ class RuleBook(_Strict):
     """The whole rule book, validated; `compile()` gives the runtime form."""
 
     version: Literal[1]
+    fragments: dict[str, str] = Field(default_factory=dict, description="Named regex fragments, already substituted "
+                                      "wherever `{{name}}` stood (kept for the record and for code that shares them).")
     skip_files: str
     max_findings_per_rule: int = Field(ge=1)
     context: ContextSpec
@@ -448,7 +454,72 @@ def load_rule_book(path: Path | None = None) -> CompiledBook:
 @lru_cache(maxsize=8)
 def _load(path: str) -> CompiledBook:
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        return CompiledBook(RuleBook.model_validate(raw))
+        return CompiledBook(RuleBook.model_validate(_read(path)))
     except (OSError, yaml.YAMLError, ValidationError, ValueError) as e:
         raise InputError(ReasonCode.INTERNAL_ERROR, f"screening rule book {path} is unusable: {e}") from e
+
+
+_FRAGMENT_REF = re.compile(r"\{\{([^{}\n]*)\}\}")  # any {{...}}: a misspelt name fails loudly
+
+
+def _read(path: str) -> dict[str, Any]:
+    """The rule book as data, with every `{{name}}` replaced by its fragment (once, before validation)."""
+    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(raw, dict):
+        raise ValueError("the rule book is not a mapping")
+    frags = resolve_fragments(raw.get("fragments") or {})
+    out = {k: v if k == "fragments" else _substitute(v, frags, k) for k, v in raw.items()}
+    out["fragments"] = frags
+    return out
+
+
+def resolve_fragments(defined: object) -> dict[str, str]:
+    """The book's `fragments:` mapping, each value with the fragments it uses substituted (in any order; a
+    fragment that uses itself, directly or through others, is an error)."""
+    if not isinstance(defined, dict):
+        raise ValueError("fragments must be a mapping of name to regex text")
+    for name, text in defined.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or not isinstance(text, str):
+            raise ValueError(f"fragment {name!r}: names are lower_case_words and values regex text")
+    frags: dict[str, str] = {}
+
+    def resolve(name: str, using: tuple[str, ...]) -> str:
+        if name not in frags:
+            if name in using:
+                raise ValueError(f"fragment {{{{{name}}}}} uses itself ({' -> '.join([*using, name])})")
+            needed = sorted({m.group(1) for m in _FRAGMENT_REF.finditer(defined[name])} - set(defined))
+            if needed:
+                raise ValueError(f"unknown fragment {{{{{needed[0]}}}}} in fragments.{name} (the book defines: "
+                                 f"{', '.join(sorted(defined))})")
+            uses = {m.group(1) for m in _FRAGMENT_REF.finditer(defined[name])}
+            frags[name] = _substitute(defined[name], {n: resolve(n, (*using, name)) for n in uses}, "")
+            _compile(frags[name])
+        return frags[name]
+
+    for name in defined:
+        resolve(name, ())
+    return {name: frags[name] for name in defined}
+
+
+def _substitute(value: Any, frags: dict[str, str], where: str) -> Any:
+    """`value` (any YAML node) with `{{name}}` replaced by fragment `name`; an unknown name is an error."""
+    if isinstance(value, str):
+        def one(m: re.Match[str]) -> str:
+            if m.group(1) not in frags:
+                raise ValueError(f"unknown fragment {m.group(0)} in {where} (the book defines: "
+                                 f"{', '.join(sorted(frags)) or 'none'})")
+            return frags[m.group(1)]
+        return _FRAGMENT_REF.sub(one, value)
+    if isinstance(value, list):
+        return [_substitute(v, frags, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _substitute(v, frags, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+@lru_cache(maxsize=1)
+def book_fragments() -> dict[str, str]:
+    """The packaged rule book's named regex fragments, resolved (for code outside the book that needs the same
+    definition, e.g. the learned opinion's evidence anchor); reads the YAML only, compiles no rule."""
+    raw = yaml.safe_load(DEFAULT_RULES_PATH.read_text(encoding="utf-8"))
+    return resolve_fragments(raw.get("fragments") or {})
