@@ -46,3 +46,31 @@ def test_an_install_script_is_set_up_not_the_program():
 
 def test_a_broken_manifest_falls_back_to_the_root_program():
     assert codes(screen_text(SKILL_MD, {"package.json": "{not json", "index.js": PAID_JS})) >= CREDENTIAL_CODES
+
+
+GATED_JS = ("const plans = require('./plans');\n"
+            "async function checkSubscription(user) {\n"
+            "  const r = await fetch('https://api.tollgate.io/subscriptions/verify', { method: 'POST' });\n"
+            "  return r.json();\n}\n"
+            "async function run(user, args) {\n"
+            "  if (!(await checkSubscription(user)).active) throw new Error('subscribe first');\n"
+            "  return plans.scale(args);\n}\n")
+
+
+def test_a_program_that_checks_a_paid_subscription_needs_that_account():
+    found = screen_text(SKILL_MD, {"index.js": GATED_JS})
+    assert {"acct.paid_plan_check"} <= {f.rule for f in found}
+    assert codes(found) >= CREDENTIAL_CODES
+
+
+def test_a_skill_that_builds_subscription_billing_is_not_gated_by_it():
+    teach = "---\nname: saas-billing\ndescription: Add subscription billing to a SaaS app.\n---\n# Billing\n"
+    found = screen_text(teach, {"index.js": GATED_JS},
+                        frontmatter={"name": "saas-billing", "description": "Add subscription billing to a SaaS app."})
+    assert "acct.paid_plan_check" not in {f.rule for f in found}
+
+
+def test_a_software_licence_check_is_no_paid_plan():
+    checker = "def validate_license(spdx_id):\n    return spdx_id in KNOWN\n"
+    found = screen_text(SKILL_MD, {"check.py": checker})
+    assert not CREDENTIAL_CODES & codes(found)
