@@ -1,18 +1,20 @@
 """Screen real skills and score the verdicts: the labelled development set (--set) or the shared corpus.
 
---set: the hand-labelled development set of benchmarks/screening_set (769 skills from public hubs in five labelling
-rounds, read from local mirrors; see its README). Prints, for the chosen half (default: test), precision and recall per
-reason code, the issue's targets (credentials-or-live-service recall, hardware recall, malicious recall and
+--set: the hand-labelled development set of benchmarks/screening_set (public hub skills in several labelling
+rounds, read from local mirrors; its README says how many). Prints, for the chosen half (default: test), precision and
+recall per reason code, the issue's targets (credentials-or-live-service recall, hardware recall, malicious recall and
 false-positive rate among benign skills, eligible skills wrongly screened out), the same figures for a naive keyword
 screen, and the crawl time. Errors are listed by id for the tune half only (unless --list-test), so rule authors never
 read test errors: rules are kept or dropped on the tune half, the test half is read as aggregates (the set's README >
 Discipline). --round 1-2|3|5|6|7|8|9 scores one labelling round, --source owner/name one repository.
+--second-opinion also asks the model endpoint of S2E_LLM_* for its second opinion on each skill and prints the targets
+with it, adding only and adding and clearing.
 
-Last measured (seventh round, test half of 400, the default crawl: rules + learned opinion; rules alone in brackets):
-credentials or live recall 82.4% (76.1%), goal >= 85; hardware recall 82.6% (82.6%), goal >= 80, met; malicious recall
-92.9% (92.9%), goal >= 95, missed by one skill; malicious false positives among benign 1.1% (1.1%), goal <= 1, missed
-(4 of 358); eligible wrongly screened out 21.8% (21.1%), goal <= 10. On the 355 test skills before the sixth labelling
-round: 82.5% (76.0%), 82.6%, 92.9%, 1.3%, 24.5% (23.5%). The set's README > Results has every round.
+Last measured (eighth session, test half of 530, the default crawl: rules + learned opinion; rules alone in brackets):
+credentials or live recall 82.2% (77.7%), goal >= 85; hardware recall 82.6% (82.6%), goal >= 80, met; malicious recall
+92.9% (92.9%), goal >= 95, missed by one skill; malicious false positives among benign 1.02% (1.02%), 5 of 488, goal
+<= 1, missed by a hair; eligible wrongly screened out 20.4% (19.9%), goal <= 10. The set's README > Results has every
+round.
 
     .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5|6|7|8|9]
         [--list-test] [--learned]
