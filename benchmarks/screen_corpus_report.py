@@ -149,10 +149,10 @@ def _overall(items: list[Item]) -> list[tuple[str, Score, Score]]:
     return [("overall: all codes (micro)", rm, bm), ("overall: screened out", ro, bo)]
 
 
-def report_set(half: str, list_errors: bool, source: str | None = None, rounds: str | None = None,
+def report_set(half: str, list_errors: bool, source: str | None = None, rounds: list[str] | None = None,
                learned_on: bool = False, ask_model: bool = False) -> None:
     items = [i for i in load_items(None if half == "all" else half)
-             if source in (None, i.repo) and rounds in (None, ROUND_GROUPS[i.round])]
+             if source in (None, i.repo) and (not rounds or ROUND_GROUPS[i.round] in rounds)]
     absent = missing_mirrors(items)
     if absent:
         print(f"screening set skipped: no local mirror for {', '.join(absent)} under $S2E_MIRROR_DIR "
@@ -167,7 +167,7 @@ def report_set(half: str, list_errors: bool, source: str | None = None, rounds: 
         opinion = model_opinion(config, Path(config.cache_dir) / "second_opinion" if config.cache_dir else None)
     seconds = screen_items(items, CrawlSettings(screen=ScreenSettings(learned_opinion=learned_on)), opinion)
     unreadable = [i.id for i in items if i.record is None or not i.record.body]
-    only = "".join(f" ({x} only)" for x in (source, rounds and f"round {rounds}") if x)
+    only = "".join(f" ({x} only)" for x in (source, rounds and f"round {', '.join(rounds)}") if x)
     mode = " (rules + learned opinion)" if learned_on else ""
     print(f"screening set{only}, {half} half{mode}: {len(items)} skills crawled in {seconds:.2f} s "
           f"({len(items) / seconds:.0f} skills/s incl. bundle, parse, dedup)")
@@ -222,9 +222,9 @@ def main() -> None:
     ap.add_argument("--half", choices=["tune", "test", "all"], default="test")
     ap.add_argument("--list-test", action="store_true", help="also list ids behind test-half errors")
     ap.add_argument("--source", help="only the set's entries from this repository (owner/name)")
-    ap.add_argument("--round", choices=sorted(set(ROUND_GROUPS.values())), dest="rounds",
+    ap.add_argument("--round", choices=sorted(set(ROUND_GROUPS.values())), dest="rounds", action="append",
                     help="only the entries of these labelling rounds (1-2: the first 467; 3, 5, 6, 7, 8, 9: the "
-                         "third, fifth, sixth, seventh, eighth, ninth)")
+                         "third, fifth, sixth, seventh, eighth, ninth); repeat it for several rounds")
     ap.add_argument("--learned", action="store_true",
                     help="switch on the learned second opinion (screen/learned.py; its tune half is training data)")
     ap.add_argument("--second-opinion", action="store_true",
