@@ -268,7 +268,10 @@ def _all_hosts_trusted(matched: str, line: str, book: CompiledBook, identity: st
     if not urls:
         return False
     for u in urls:
-        parts = urlsplit("https://" + u)
+        try:
+            parts = urlsplit("https://" + u)
+        except ValueError:  # `https://[not-an-ip]/…`: hostile text is not a URL of a trusted host
+            return False
         host = parts.hostname or ""
         if not (_host_trusted((host + parts.path).lower(), book.trusted_hosts)
                 or (book.book.vendor_host_matches_skill and _vendor_host(host, identity))):
