@@ -83,3 +83,12 @@ def test_spec_skill_is_planned_a_service_task():
     plans, axes = plans_and_axes(skill_from_dir(PARCELS), ["service_sync"])
     assert any(w.focus is not None and w.focus.family == "service" for w in plans.workflows)
     assert axes.samples and axes.samples[0].archetype == "service_runtime"
+
+
+def test_a_server_url_that_does_not_parse_falls_back_to_the_default_port():
+    """A skill's spec is hostile input: `http://[not-an-address]/` makes urlsplit raise."""
+    spec = {"openapi": "3.1.0", "servers": [{"url": "http://[not-an-address]/v1"}], "paths": {"/notes": {"post": {
+        "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {
+            "title": {"type": "string"}, "stars": {"type": "integer"}}, "example": {"title": "Hi", "stars": 2}}}}}}}}}
+    found = create_endpoint(Doc("openapi.json", json.dumps(spec, indent=1).splitlines()))
+    assert found is not None and found[1:3] == (DEFAULT_PORT, "/notes")

@@ -96,11 +96,11 @@ def _base(spec: dict[str, Any]) -> tuple[int, str]:
     else:
         servers = spec.get("servers") or [{}]
         url = str((servers[0] if isinstance(servers[0], dict) else {}).get("url") or "/")
-    parts = urlsplit(url)
-    try:
+    try:  # a skill's spec is hostile input: `http://[not-an-ip]/`, a port out of range
+        parts = urlsplit(url)
         port = parts.port if parts.hostname in _LOCAL and parts.port else DEFAULT_PORT
     except ValueError:
-        port = DEFAULT_PORT
+        return DEFAULT_PORT, ""
     return port or DEFAULT_PORT, parts.path.rstrip("/")
 
 
