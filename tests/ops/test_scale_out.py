@@ -93,6 +93,11 @@ def test_partitioned_run_through_docker_run_launcher_on_postgres(tmp_path, postg
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     full_env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    # As operations.md says: create the schema once before two processes race to create it on a fresh database
+    # (Postgres refuses the loser with `type "runs" already exists`).
+    migrate = subprocess.run([str(VENV_BIN / "dagster"), "instance", "migrate"], cwd=REPO, env=full_env,
+                             capture_output=True, text=True, timeout=120)
+    assert migrate.returncode == 0, f"dagster instance migrate failed:\n{migrate.stdout}\n{migrate.stderr}"
 
     with open(root / "daemon.log", "wb") as log:
         daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", str(REPO / "workspace.yaml")],
