@@ -62,6 +62,7 @@ from evaluate import (
     model_opinion,
     score,
     screen_items,
+    target_intervals,
     targets,
 )
 
@@ -184,13 +185,16 @@ def report_set(half: str, list_errors: bool, source: str | None = None, rounds: 
     for name, r, b in _overall(items):
         print(f"{name:28s} {'':3s}  {r.tp:8d} {r.fp:3d} {r.fn:3d}  {_fmt(r.precision)}  {_fmt(r.recall)}"
               f"   {b.tp:7d} {b.fp:3d} {b.fn:3d}  {_fmt(b.precision)}  {_fmt(b.recall)}")
-    print(f"\n{'target':32s} {'rules':>16s} {'naive':>16s}   goal")
+    print(f"\n{'target':32s} {'rules':>16s} {'95% interval':>15s} {'naive':>16s}   goal")
     goals = {"credentials_or_live_recall": ">= 85%", "hardware_recall": ">= 80%", "malicious_recall": ">= 95%",
              "malicious_false_positive_rate": "<= 1%", "eligible_wrongly_screened_out": "<= 10%"}
-    ours, naive = targets(items, "got"), targets(items, "naive")
+    ours, naive, spread = targets(items, "got"), targets(items, "naive"), target_intervals(items, "got")
     for key, goal in goals.items():
-        print(f"{key:32s} {_fmt(ours[key][0]):>7s} ({ours[key][1]:>7s}) {_fmt(naive[key][0]):>7s} "
+        span = spread[key]
+        shown = f"{_fmt(span[0]).strip()}-{_fmt(span[1]).strip()}" if span else "n/a"
+        print(f"{key:32s} {_fmt(ours[key][0]):>7s} ({ours[key][1]:>7s}) {shown:>15s} {_fmt(naive[key][0]):>7s} "
               f"({naive[key][1]:>7s})   {goal}")
+    print("(95% interval: a bootstrap over the split's groups, a lure campaign counting once)")
     if ask_model:
         _print_opinion_targets(items, goals)
     if list_errors:

@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import yaml
+from scipy.stats import bootstrap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -49,6 +51,7 @@ class Item:
     labels: frozenset[str]
     why: str
     round: int = 1  # labelling round; entries of rounds 1 and 2 carry no `round` key (README.md > the rounds)
+    group: str = ""  # the split's unit: a lure campaign, else the entry itself (README.md > The split)
     got: frozenset[str] = frozenset()
     naive: frozenset[str] = frozenset()
     record: SkillRecord | None = None
@@ -64,7 +67,7 @@ def load_items(half: str | None = None) -> list[Item]:
         lab = labels[e["id"]]
         if half in (None, e["half"]):
             items.append(Item(e["id"], e["repo"], e["commit"], e["path"], e["pool"], e["half"],
-                              frozenset(lab["codes"]), lab["why"], e.get("round", 1)))
+                              frozenset(lab["codes"]), lab["why"], e.get("round", 1), e["group"]))
     return items
 
 
@@ -175,24 +178,45 @@ def score(items: list[Item], predicted, wanted) -> Score:
     return s
 
 
+Target = tuple[Callable[[Item], bool], Callable[[frozenset[str]], bool]]
+# The issue's targets: which items each is measured on, and what counts as a hit among the codes a screen gave.
+TARGETS: dict[str, Target] = {
+    "credentials_or_live_recall": (lambda i: bool(i.labels & CRED_OR_LIVE), lambda got: bool(got & CRED_OR_LIVE)),
+    "hardware_recall": (lambda i: "needs_hardware" in i.labels, lambda got: "needs_hardware" in got),
+    "malicious_recall": (lambda i: "malicious" in i.labels, lambda got: "malicious" in got),
+    "malicious_false_positive_rate": (lambda i: "malicious" not in i.labels, lambda got: "malicious" in got),
+    "eligible_wrongly_screened_out": (lambda i: not i.labels, bool),
+}
+
+
 def targets(items: list[Item], attr: str = "got") -> dict[str, tuple[float | None, str]]:
-    """The issue's four targets, each as (value, 'k/n')."""
-    def got(i: Item) -> frozenset[str]:
-        return getattr(i, attr)
+    """The issue's targets, each as (value, 'k/n')."""
+    out: dict[str, tuple[float | None, str]] = {}
+    for name, (member, hit) in TARGETS.items():
+        hits = [hit(getattr(i, attr)) for i in items if member(i)]
+        out[name] = (sum(hits) / len(hits) if hits else None, f"{sum(hits)}/{len(hits)}")
+    return out
 
-    cred = [i for i in items if i.labels & CRED_OR_LIVE]
-    hw = [i for i in items if "needs_hardware" in i.labels]
-    mal = [i for i in items if "malicious" in i.labels]
-    benign = [i for i in items if "malicious" not in i.labels]
-    eligible = [i for i in items if not i.labels]
 
-    def frac(hits: int, n: int) -> tuple[float | None, str]:
-        return (hits / n if n else None, f"{hits}/{n}")
-
-    return {
-        "credentials_or_live_recall": frac(sum(bool(got(i) & CRED_OR_LIVE) for i in cred), len(cred)),
-        "hardware_recall": frac(sum("needs_hardware" in got(i) for i in hw), len(hw)),
-        "malicious_recall": frac(sum("malicious" in got(i) for i in mal), len(mal)),
-        "malicious_false_positive_rate": frac(sum("malicious" in got(i) for i in benign), len(benign)),
-        "eligible_wrongly_screened_out": frac(sum(bool(got(i)) for i in eligible), len(eligible)),
-    }
+def target_intervals(items: list[Item], attr: str = "got", level: float = 0.95,
+                     resamples: int = 2000) -> dict[str, tuple[float, float] | None]:
+    """How far each target could move on another draw of skills like these: a percentile bootstrap that resamples
+    whole split groups (a lure campaign counts once, as the split does), seeded, so the same labels and verdicts
+    always print the same interval. None when a target has fewer than two groups."""
+    out: dict[str, tuple[float, float] | None] = {}
+    for name, (member, hit) in TARGETS.items():
+        per_group: dict[str, list[int]] = {}
+        for i in items:
+            if member(i):
+                counts = per_group.setdefault(i.group or i.id, [0, 0])
+                counts[0] += hit(getattr(i, attr))
+                counts[1] += 1
+        if len(per_group) < 2:
+            out[name] = None
+            continue
+        hits, sizes = (np.array(col, dtype=float) for col in zip(*per_group.values(), strict=True))
+        res = bootstrap((hits, sizes), lambda h, n, axis: h.sum(axis=axis) / n.sum(axis=axis), paired=True,
+                        vectorized=True, confidence_level=level, n_resamples=resamples, method="percentile",
+                        rng=np.random.default_rng(0))
+        out[name] = (float(res.confidence_interval.low), float(res.confidence_interval.high))
+    return out

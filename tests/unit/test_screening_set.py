@@ -121,3 +121,28 @@ def test_the_reports_model_opinion_scores_both_modes_from_one_reply(tmp_path):
         failed = evaluate.model_opinion(config, None)(record)
     assert got == {"adds": {"needs_external_account", "needs_live_service"}, "adds_and_clears": {"needs_live_service"}}
     assert failed == {evaluate.OPINION_FAILED: {"needs_external_account", "needs_live_service"}}
+
+
+def test_target_intervals_resample_whole_groups_and_repeat_exactly():
+    """A lure campaign counts once: ten copies of one missed campaign widen the malicious-recall interval as one
+    group would, not as ten independent skills; the same input always prints the same interval."""
+    evaluate = _module("evaluate")
+
+    def item(n: int, labels: set[str], got: set[str], group: str = "") -> object:
+        return evaluate.Item(f"x@c:s{n}", "x", "c", f"s{n}", "random", "test", frozenset(labels), "", 1,
+                             group or f"x@c:s{n}", got=frozenset(got))
+
+    caught = [item(n, {"malicious"}, {"malicious"}) for n in range(10)]
+    missed_campaign = [item(100 + n, {"malicious"}, set(), group="campaign:one") for n in range(10)]
+    items = caught + missed_campaign + [item(200 + n, set(), set()) for n in range(30)]
+    value, counts = evaluate.targets(items)["malicious_recall"]
+    assert (value, counts) == (0.5, "10/20")
+    spans = evaluate.target_intervals(items)
+    low, high = spans["malicious_recall"]
+    assert low < 0.5 < high
+    independent = [item(100 + n, {"malicious"}, set()) for n in range(10)]
+    low_i, high_i = evaluate.target_intervals(caught + independent)["malicious_recall"]
+    assert high - low > 1.5 * (high_i - low_i)  # 11 groups, one holding half the skills, against 20 groups
+    assert spans["eligible_wrongly_screened_out"] == (0.0, 0.0)
+    assert spans["hardware_recall"] is None  # no hardware skill at all
+    assert evaluate.target_intervals(items) == spans
