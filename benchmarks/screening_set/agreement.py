@@ -76,9 +76,9 @@ def agreement(pairs: Sequence[tuple[frozenset[str], frozenset[str]]]) -> list[Ag
     for what, ask in questions:
         a = [ask(f) for f, _ in pairs]
         b = [ask(s) for _, s in pairs]
-        out.append(Agreement(what, len(pairs), sum(x and y for x, y in zip(a, b)),
-                             sum(x and not y for x, y in zip(a, b)), sum(y and not x for x, y in zip(a, b)),
-                             kappa(a, b)))
+        both = list(zip(a, b, strict=True))
+        out.append(Agreement(what, len(pairs), sum(x and y for x, y in both), sum(x and not y for x, y in both),
+                             sum(y and not x for x, y in both), kappa(a, b)))
     return out
 
 
