@@ -6,7 +6,7 @@ recall per reason code, the issue's targets (credentials-or-live-service recall,
 false-positive rate among benign skills, eligible skills wrongly screened out), the same figures for a naive keyword
 screen, and the crawl time. Errors are listed by id for the tune half only (unless --list-test), so rule authors never
 read test errors: rules are kept or dropped on the tune half, the test half is read as aggregates (the set's README >
-Discipline). --round 1-2|3|5|6|7|8|9 scores one labelling round, --source owner/name one repository.
+Discipline). --round 1-2|3|5|6|7|8|9|10 scores one labelling round, --source owner/name one repository.
 --second-opinion also asks the model endpoint of S2E_LLM_* for its second opinion on each skill and prints the targets
 with it, adding only and adding and clearing.
 
@@ -16,7 +16,7 @@ credentials or live recall 82.2% (77.7%), goal >= 85; hardware recall 82.6% (82.
 <= 1, missed by a hair; eligible wrongly screened out 20.4% (19.9%), goal <= 10. The set's README > Results has every
 round.
 
-    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5|6|7|8|9]
+    .venv/bin/python benchmarks/screen_corpus_report.py --set [--half tune|test|all] [--round 1-2|3|5|6|7|8|9|10]
         [--list-test] [--learned]
 
 --learned switches on the learned second opinion (screen/learned.py; on by default in the crawl, off here so that
@@ -227,8 +227,8 @@ def main() -> None:
     ap.add_argument("--list-test", action="store_true", help="also list ids behind test-half errors")
     ap.add_argument("--source", help="only the set's entries from this repository (owner/name)")
     ap.add_argument("--round", choices=sorted(set(ROUND_GROUPS.values())), dest="rounds", action="append",
-                    help="only the entries of these labelling rounds (1-2: the first 467; 3, 5, 6, 7, 8, 9: the "
-                         "third, fifth, sixth, seventh, eighth, ninth); repeat it for several rounds")
+                    help="only the entries of these labelling rounds (1-2: the first 467; 3, 5, 6, 7, 8, 9, 10: "
+                         "the third to tenth); repeat it for several rounds")
     ap.add_argument("--learned", action="store_true",
                     help="switch on the learned second opinion (screen/learned.py; its tune half is training data)")
     ap.add_argument("--second-opinion", action="store_true",

@@ -8,6 +8,7 @@
     .venv/bin/python benchmarks/screening_set/select_skills.py --round7 [--write]   # the seventh labelling round
     .venv/bin/python benchmarks/screening_set/select_skills.py --round8 [--write]   # the eighth labelling round
     .venv/bin/python benchmarks/screening_set/select_skills.py --round9 [--write]   # the ninth labelling round
+    .venv/bin/python benchmarks/screening_set/select_skills.py --round10 [--write]  # the tenth labelling round
 
 The third round (`--round3`, README.md > "Third labelling round") draws NEW skills from two hubs not used before
 (ROUND3_SOURCES) and appends them to entries.yaml: earlier entries are kept verbatim, and a candidate whose folder
@@ -23,7 +24,10 @@ same with a ClawHub backup and a developer-oriented hub (ROUND8_SOURCES), leavin
 rounds 1-7 or any skill of ../shared/corpus; its entries carry `round: 8`. The ninth round (`--round9`) draws from two
 ClawHub-style archives (ROUND9_SOURCES) at random AND with the device, security and lure pools (ROUND9_POOL_SIZES,
 ROUND9_PER_CAMPAIGN), as rounds 1, 3 and 5 did, leaving out skills the same as any entry of rounds 1-8 or any skill
-of ../shared/corpus; its entries carry `round: 9`.
+of ../shared/corpus; its entries carry `round: 9`. The tenth round (`--round10`) draws again from the large ClawHub
+archive of round 7 (ROUND10_SOURCES, same commit) at random AND with the device, security and lure pools
+(ROUND10_POOL_SIZES, ROUND10_PER_CAMPAIGN), leaving out skills the same as any entry of rounds 1-9 (round 7's draws
+from that archive included) or any skill of ../shared/corpus; its entries carry `round: 10`.
 
 The selection is deterministic: candidates are ordered by a SHA-256 of (seed, repo, folder), so re-running on the
 same mirrors gives the same entries. Pools (see README.md for why each exists):
@@ -158,6 +162,17 @@ ROUND9_SOURCES = (
 )
 ROUND9_POOL_SIZES = {"devices": 15, "security": 10}
 ROUND9_PER_CAMPAIGN = 15
+# Tenth labelling round (README.md > "Tenth labelling round"): the held-out half holds few malicious (42 in 9 campaign
+# groups) and hardware (23) skills, and round 9's archives held no device or lure candidates. The big ClawHub archive
+# of round 7 (27,540 skills) was used there for random draws only, never for pools: this round draws from it again at
+# the same commit, 30 more at random (round 7's 70 are left out as earlier entries) plus the device, security and lure
+# pools. Lures are found by published campaign indicators (CAMPAIGN_INDICATORS), never by our screen.
+ROUND10 = 10
+ROUND10_SOURCES = (
+    Source("dvcrn/openclaw-skills-marketplace", "67b1c2373b5ad4a345051bc48b47ca2a5d8f933c", 30, pools=True),
+)
+ROUND10_POOL_SIZES = {"devices": 20, "security": 10}
+ROUND10_PER_CAMPAIGN = 10
 # ../shared/corpus as the tests find it (`S2E_SHARED_DIR` overrides the folder beside the repository).
 CORPUS = Path(os.environ.get("S2E_SHARED_DIR", str(Path(__file__).resolve().parents[3] / "shared"))) / "corpus"
 
@@ -372,6 +387,7 @@ LATER_ROUNDS: dict[int, LaterRound] = {
     ROUND7: LaterRound("seventh", ROUND7_SOURCES, ROUND6_POOL_SIZES, 0),
     ROUND8: LaterRound("eighth", ROUND8_SOURCES, ROUND6_POOL_SIZES, 0),
     ROUND9: LaterRound("ninth", ROUND9_SOURCES, ROUND9_POOL_SIZES, ROUND9_PER_CAMPAIGN),
+    ROUND10: LaterRound("tenth", ROUND10_SOURCES, ROUND10_POOL_SIZES, ROUND10_PER_CAMPAIGN),
 }
 
 

@@ -61,13 +61,18 @@ def test_recorded_halves_are_the_hash_split_and_campaigns_stay_together(entries)
 
 
 def test_each_labelling_round_draws_from_hubs_new_to_the_set_and_outside_the_corpus(entries):
-    """A later round adds wording the rules have not read: its hubs are new (each repository belongs to one round),
-    none is a source of ../shared/corpus, and the report knows every round by name (`--round`)."""
+    """A later round adds wording the rules have not read: its hubs are new (each repository belongs to one round,
+    except the archive round 10 draws from again at round 7's commit, whose skills round 7 did not draw), none is a
+    source of ../shared/corpus, and the report knows every round by name (`--round`)."""
     select, evaluate = _module("select_skills"), _module("evaluate")
     rounds = defaultdict(set)
     for e in entries:
         rounds[e["repo"]].add(e.get("round", 1))
-    assert all(len(r) == 1 for r in rounds.values()), {k: v for k, v in rounds.items() if len(v) > 1}
+    again = {s.repo for s in select.ROUND10_SOURCES}
+    assert all(len(r) == 1 for repo, r in rounds.items() if repo not in again)
+    assert all(rounds[repo] == {7, 10} for repo in again)
+    assert {s.commit for s in select.ROUND10_SOURCES} <= {s.commit for s in select.ROUND7_SOURCES}
+    assert len({e["id"] for e in entries}) == len(entries)
     assert not set(rounds) & select.EXCLUDED_REPOS
     assert {e.get("round", 1) for e in entries} <= set(evaluate.ROUND_GROUPS)
     sixth = [e for e in entries if e.get("round") == 6]
@@ -87,6 +92,12 @@ def test_each_labelling_round_draws_from_hubs_new_to_the_set_and_outside_the_cor
         **{f"random:{s.repo}": s.random for s in select.ROUND9_SOURCES}, "security": 10}
     assert all(e["half"] == select.half_of(e["group"]) for e in ninth)
     assert evaluate.ROUND_GROUPS[9] == "9"
+    tenth = [e for e in entries if e.get("round") == 10]
+    assert {e["repo"] for e in tenth} == again
+    assert Counter(e["pool"] for e in tenth) == {
+        **{f"random:{s.repo}": s.random for s in select.ROUND10_SOURCES}, "devices": 20, "security": 10, "lures": 2}
+    assert all(e["half"] == select.half_of(e["group"]) for e in tenth)
+    assert evaluate.ROUND_GROUPS[10] == "10"
 
 
 def test_the_report_skips_with_a_message_without_mirrors(tmp_path, monkeypatch, capsys):
