@@ -253,7 +253,7 @@ def _hit_survives(rule: CompiledRule, ctx: FileContext, i: int, start: int, end:
     if rule.rule.trusted_hosts and _all_hosts_trusted(matched, line, book, identity):
         return False
     return not (rule.rule.quotable and suppressed_as_quotation(ctx, i, start, end, book, book.book.context.window,
-                                                               rule.rule.identity_context))
+                                                               rule.rule.identity_context or ctx.reference_doc))
 
 
 def _near_ok(rule: CompiledRule, ctx: FileContext, i: int) -> bool:

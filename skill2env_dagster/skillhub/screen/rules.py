@@ -73,7 +73,8 @@ class Rule(_Strict):
                                       "Markdown headings above it, joined) matches this regex.")
     identity_context: bool = Field(default=True, description="Quotable rules: a skill whose own name/description "
                                    "declares a defensive purpose quotes attack text in code/tables/lists as "
-                                   "patterns. Off for rules whose hits are never mere patterns.")
+                                   "patterns. Off for rules whose hits are never mere patterns in SKILL.md or "
+                                   "code; such a skill's supporting documents are patterns for every rule.")
 
     @field_validator("triggers")
     @classmethod
