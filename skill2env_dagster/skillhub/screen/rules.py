@@ -142,6 +142,8 @@ class ContextSpec(_Strict):
     reassurance: str
     fixture_paths: str
     data_files: str
+    pattern_paths: str = Field(default="(?!)", description="A defensive skill's signature modules (patterns.js, "
+                               "rules/, signatures.py): pattern data even when they are code.")
     defensive_identity: str = Field(description="A skill whose name/description matches declares a detection, "
                                     "defence or teaching purpose (see Rule.identity_context).")
     instruction_headings: str = Field(description="Sections that instruct (setup, prerequisites, installation): "
@@ -332,6 +334,7 @@ class CompiledBook:
         self.reassurance = _compile(ctx.reassurance)
         self.fixture_paths = _compile(ctx.fixture_paths)
         self.data_files = _compile(ctx.data_files)
+        self.pattern_paths = _compile(ctx.pattern_paths)
         self.persona_cues = _compile(docs.persona_only.persona_cues)
         sig = docs.actionable_signals
         self.code_fence = _compile(sig.code_fence, re.MULTILINE)
