@@ -128,3 +128,16 @@ def test_the_same_module_in_another_skill_or_under_another_name_still_decides():
     plain = {"name": "notes", "description": "Team notes.", "license": "MIT"}
     assert "mal.base64_exec" in rules(screen_text(GUARD_MD, {"lib/patterns.js": module}, frontmatter=plain))
     assert "mal.base64_exec" in rules(screen_text(GUARD_MD, {"lib/run.js": module}, frontmatter=SECURITY_FM))
+
+
+def test_a_template_field_or_a_translated_placeholder_for_the_users_own_key_is_no_backdoor():
+    for line in ('cmd = f\'echo "{pub_key}" >> ~/.ssh/authorized_keys\'',
+                 'echo "{PUBLIC_KEY_CONTENT}" > /home/{username}/.ssh/authorized_keys',
+                 'echo "你的公钥" >> ~/.ssh/authorized_keys',
+                 'cat /home/{user}/{host}_key.pub >> /home/{user}/.ssh/authorized_keys'):
+        assert "mal.authorized_keys_write" not in rules(screen_text(f"# Keys\n\n```bash\n{line}\n```\n")), line
+
+
+def test_a_literal_key_written_to_authorized_keys_still_is():
+    line = 'echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOuLq3t9 ops@203.0.113.7" >> ~/.ssh/authorized_keys'
+    assert "mal.authorized_keys_write" in rules(screen_text(f"# Keys\n\n```bash\n{line}\n```\n"))
