@@ -23,6 +23,7 @@ MAX_SCAN_LINE = 2000
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _LIST_OR_TABLE = re.compile(r"^\s*([-*+]|\d+[.)]|\|)\s")
+_TABLE_ROW = re.compile(r"^\s*\|")
 _MARKDOWN_EXT = re.compile(r"(?i)\.(md|markdown|mdx)$")
 _QUOTE_PAIRS = (("`", "`"), ('"', '"'), ("\u201c", "\u201d"), ("'", "'"))
 
@@ -50,6 +51,9 @@ class FileContext:
     under_instruction_heading: list[bool] = field(default_factory=list)
     test_data: bool = False
     defensive: bool = False  # the skill's own name/description declares a detection/defence/teaching purpose
+    # a supporting document (not SKILL.md, not code) of a defensive skill: its threat write-ups and pattern
+    # catalogues are teaching material for every quotable rule, identity_context or not (outside setup sections)
+    reference_doc: bool = False
     is_code: bool = False  # a script: its lines are statements, never prose wrapped over two lines
     automaton: ahocorasick.Automaton | None = None
     _by_trigger: dict[str, frozenset[int]] | None = None
@@ -115,7 +119,10 @@ def build_context(path: str, text: str, book: CompiledBook, *, defensive: bool =
                       automaton=book.triggers, defensive=defensive, is_code=bool(book.code_files.search(path)))
     is_data = bool(book.data_files.search(path)) and not _MARKDOWN_EXT.search(path)
     fixture = bool(book.fixture_paths.search(path))
-    ctx.test_data = (fixture and bool(book.data_files.search(path))) or (defensive and (is_data or fixture))
+    ctx.test_data = (fixture and bool(book.data_files.search(path))) or (
+        defensive and (is_data or fixture or bool(book.pattern_paths.search(path))))
+    ctx.reference_doc = (defensive and not ctx.is_code and bool(book.data_files.search(path))
+                         and path.lower() != "skill.md")
     _mark_structure(ctx, book, markdown=bool(_MARKDOWN_EXT.search(path)))
     return ctx
 
@@ -235,6 +242,13 @@ def in_detection_context(ctx: FileContext, i: int, start: int, end: int, book: C
     anchors = {i}
     if ctx.in_code[i] and ctx.block_start[i] >= 0:
         anchors.add(ctx.block_start[i])
+    if not ctx.in_code[i] and _TABLE_ROW.match(line):  # a table row: its header row and caption frame it
+        h = i
+        while h > 0 and _TABLE_ROW.match(ctx.lines[h - 1]):
+            h -= 1
+        if h < i:
+            nearby.append(ctx.lines[h])
+            anchors.add(h)
     for a in anchors:
         nearby += ctx.lines[max(0, a - window):a]
     if any(book.reassurance.search(x) for x in nearby):

@@ -63,6 +63,7 @@ _URL = re.compile(r"https?://([^\s'\"`)<>|]+)", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 _SECOND_LEVEL = frozenset({"co", "com", "org", "net", "ac", "gov", "edu"})
 _IDENTITY_STRIP = re.compile(r"[^a-z0-9]+")
+_GITHUB_RELEASE = re.compile(r"^/[\w.-]+/([\w.-]+)/releases/(download|latest/download)/")
 _HEADING_LINE = re.compile(r"(?m)^\s{0,3}#{1,6}\s.*$")
 _HTML_COMMENT = re.compile(r"<!--(.*?)(-->|\Z)", re.DOTALL)
 # codes whose evidence an optional alert channel (a bot token for notifications) must not decide
@@ -253,7 +254,7 @@ def _hit_survives(rule: CompiledRule, ctx: FileContext, i: int, start: int, end:
     if rule.rule.trusted_hosts and _all_hosts_trusted(matched, line, book, identity):
         return False
     return not (rule.rule.quotable and suppressed_as_quotation(ctx, i, start, end, book, book.book.context.window,
-                                                               rule.rule.identity_context))
+                                                               rule.rule.identity_context or ctx.reference_doc))
 
 
 def _near_ok(rule: CompiledRule, ctx: FileContext, i: int) -> bool:
@@ -274,9 +275,20 @@ def _all_hosts_trusted(matched: str, line: str, book: CompiledBook, identity: st
             return False
         host = parts.hostname or ""
         if not (_host_trusted((host + parts.path).lower(), book.trusted_hosts)
-                or (book.book.vendor_host_matches_skill and _vendor_host(host, identity))):
+                or (book.book.vendor_host_matches_skill and (_vendor_host(host, identity)
+                                                              or _vendor_release(host, parts.path, identity)))):
             return False
     return True
+
+
+def _vendor_release(host: str, path: str, identity: str) -> bool:
+    """A release asset of the GitHub repository the skill is named for (github.com/<owner>/temporal/releases/...
+    in a skill for the temporal CLI): the tool's own published binary, as a vendor's own installer host is."""
+    m = _GITHUB_RELEASE.match(path)
+    if host.lower() != "github.com" or not m:
+        return False
+    repo = _IDENTITY_STRIP.sub("", m.group(1).lower())
+    return len(repo) >= 4 and repo in identity
 
 
 def _host_trusted(where: str, trusted: tuple[str, ...]) -> bool:

@@ -73,7 +73,8 @@ class Rule(_Strict):
                                       "Markdown headings above it, joined) matches this regex.")
     identity_context: bool = Field(default=True, description="Quotable rules: a skill whose own name/description "
                                    "declares a defensive purpose quotes attack text in code/tables/lists as "
-                                   "patterns. Off for rules whose hits are never mere patterns.")
+                                   "patterns. Off for rules whose hits are never mere patterns in SKILL.md or "
+                                   "code; such a skill's supporting documents are patterns for every rule.")
 
     @field_validator("triggers")
     @classmethod
@@ -141,6 +142,8 @@ class ContextSpec(_Strict):
     reassurance: str
     fixture_paths: str
     data_files: str
+    pattern_paths: str = Field(default="(?!)", description="A defensive skill's signature modules (patterns.js, "
+                               "rules/, signatures.py): pattern data even when they are code.")
     defensive_identity: str = Field(description="A skill whose name/description matches declares a detection, "
                                     "defence or teaching purpose (see Rule.identity_context).")
     instruction_headings: str = Field(description="Sections that instruct (setup, prerequisites, installation): "
@@ -331,6 +334,7 @@ class CompiledBook:
         self.reassurance = _compile(ctx.reassurance)
         self.fixture_paths = _compile(ctx.fixture_paths)
         self.data_files = _compile(ctx.data_files)
+        self.pattern_paths = _compile(ctx.pattern_paths)
         self.persona_cues = _compile(docs.persona_only.persona_cues)
         sig = docs.actionable_signals
         self.code_fence = _compile(sig.code_fence, re.MULTILINE)
