@@ -17,24 +17,18 @@ def _acct_rules(text: str, name: str = "t", description: str = "d") -> set[str]:
 
 
 # ------------------------------------------------------------- a wallet signature is the user's login to a service
-@pytest.mark.parametrize("line", [
-    "Posting requires a wallet signature of the challenge the server returns.",
-    "The agent must sign each challenge with the user's Ordinals wallet before it can vote.",
-    "This skill assumes you can sign Keplr wallet messages (base64) and make HTTP requests.",
+@pytest.mark.parametrize(("line", "account"), [
+    ("Posting requires a wallet signature of the challenge the server returns.", True),
+    ("The agent must sign each challenge with the user's Ordinals wallet before it can vote.", True),
+    ("This skill assumes you can sign Keplr wallet messages (base64) and make HTTP requests.", True),
+    # verifying signatures in code, or an optional signature, is not
+    ("The handler must verify the wallet signature before it stores the vote.", False),
+    ("Optionally, sign the challenge with your wallet to show a verified badge.", False),
+    ("Implement wallet signature checks in the `auth.ts` middleware.", False),
 ])
-def test_signing_with_the_users_wallet_is_an_account(line):
+def test_signing_with_the_users_wallet_is_an_account(line, account):
     text = f"# Tide board\n\nVote on proposals of the Tide board.\n\n{line}\n" + STEPS
-    assert "acct.wallet_signature" in _acct_rules(text)
-
-
-@pytest.mark.parametrize("line", [
-    "The handler must verify the wallet signature before it stores the vote.",
-    "Optionally, sign the challenge with your wallet to show a verified badge.",
-    "Implement wallet signature checks in the `auth.ts` middleware.",
-])
-def test_verifying_signatures_in_code_or_an_optional_signature_is_not(line):
-    text = f"# Tide board\n\nVote on proposals of the Tide board.\n\n{line}\n" + STEPS
-    assert "acct.wallet_signature" not in _acct_rules(text)
+    assert ("acct.wallet_signature" in _acct_rules(text)) is account
 
 
 def test_a_guide_that_warns_about_wallet_signatures_is_not_asking_for_one():
