@@ -117,13 +117,12 @@ def build_context(path: str, text: str, book: CompiledBook, *, defensive: bool =
         pos += len(ln) + 1
     ctx = FileContext(path=path, scan_text="\n".join(lines), lines=lines, orig_line=orig, starts=starts,
                       automaton=book.triggers, defensive=defensive, is_code=bool(book.code_files.search(path)))
-    is_data = bool(book.data_files.search(path)) and not _MARKDOWN_EXT.search(path)
+    data_file, markdown = bool(book.data_files.search(path)), bool(_MARKDOWN_EXT.search(path))
     fixture = bool(book.fixture_paths.search(path))
-    ctx.test_data = (fixture and bool(book.data_files.search(path))) or (
-        defensive and (is_data or fixture or bool(book.pattern_paths.search(path))))
-    ctx.reference_doc = (defensive and not ctx.is_code and bool(book.data_files.search(path))
-                         and path.lower() != "skill.md")
-    _mark_structure(ctx, book, markdown=bool(_MARKDOWN_EXT.search(path)))
+    ctx.test_data = (fixture and data_file) or (
+        defensive and ((data_file and not markdown) or fixture or bool(book.pattern_paths.search(path))))
+    ctx.reference_doc = defensive and not ctx.is_code and data_file and path.lower() != "skill.md"
+    _mark_structure(ctx, book, markdown=markdown)
     return ctx
 
 
