@@ -158,7 +158,7 @@ def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStor
     clear a needs_* code with one, never malicious or harmful; disagreements are in the metadata).
 
     One partition per run on purpose: Dagster 1.13 records a single shared input provenance for a multi-partition
-    run, which would break the per-skill staleness this pipeline relies on (README › Design decisions)."""
+    run, which would break the per-skill staleness this pipeline relies on (docs/design.md › Design decisions)."""
     store = artifacts.store()
     key = context.partition_key
     record = load_record(latest_snapshot_dir(store.dir(CRAWL)), key)

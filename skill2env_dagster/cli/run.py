@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="process a hub of skills headlessly through Dagster (re-runnable)")
     p.add_argument("sources", nargs="*", metavar="SOURCE_DIR|GIT_URL@REF", help="folders and git repositories")
     p.add_argument("--sources", dest="sources_files", action="append", type=Path, default=[], metavar="FILE",
-                   help="a sources YAML (repeatable; see README › Configuration)")
+                   help="a sources YAML (repeatable; see docs/screening.md › Sources)")
     add_run_options(p, Path("out/run"), CreationSettings().max_variants)
     p.set_defaults(func=run)
 

@@ -273,7 +273,7 @@ def _jsonable(value):
 
 
 def _mark_duplicates(records: list[SkillRecord], priority: dict[str, int], settings: CrawlSettings) -> None:
-    """Canonical = not screened out, allowed licence, source priority, fewer warnings, then id (README)."""
+    """Canonical = not screened out, allowed licence, source priority, fewer warnings, then id (docs/screening.md)."""
     candidates = [r for r in records if r.status != SkillStatus.INVALID and r.fixture_of is None]
     items = [
         DedupItem(r.skill_id, f"{r.description or ''}\n{r.body}", (
