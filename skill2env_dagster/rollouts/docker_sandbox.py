@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import logging
 import posixpath
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,10 +62,15 @@ echo "$c"
 cat "$f"
 rm -f "$f" "$f.p"
 """
-_WRITE = """p=$S2E_PATH; d=$S2E_DATA; op=$S2E_OP; unset S2E_PATH S2E_DATA S2E_OP
+# A new file gets 0644 whatever the agent's umask; an existing one keeps its mode; S2E_MODE (last chunk) sets it.
+_WRITE = """p=$S2E_PATH; d=$S2E_DATA; op=$S2E_OP; m=$S2E_MODE; unset S2E_PATH S2E_DATA S2E_OP S2E_MODE
 mkdir -p "$(dirname "$p")" || exit 1
+[ "$op" = new ] && [ ! -e "$p" ] && { : > "$p" && chmod 644 "$p" || exit 1; }
 if [ "$op" = new ]; then printf %s "$d" | base64 -d > "$p"; else printf %s "$d" | base64 -d >> "$p"; fi
-echo "rc=$?"
+r=$?
+[ "$r" = 0 ] && [ -n "$m" ] && { chmod "$m" "$p"; r=$?; }
+echo "mode=$(stat -c %a "$p" 2>/dev/null)"
+echo "rc=$r"
 """
 _DIGEST = """for p in "$@"; do
   [ -f "$p" ] || continue
@@ -160,7 +166,7 @@ class DockerSandbox:
         return CommandResult(code, head, tail, size, capped=size >= lim.cap,
                              timed_out=code == TIMED_OUT and seconds >= timeout * 0.95, seconds=seconds)
 
-    def write_file(self, path: str, content: bytes) -> CommandResult:
+    def write_file(self, path: str, content: bytes, mode: str | None = None) -> CommandResult:
         start = time.perf_counter()
         target = posixpath.normpath(posixpath.join(self.workdir, path))
         if len(content) > MAX_WRITE or "\0" in path:
@@ -169,11 +175,14 @@ class DockerSandbox:
         out = b""
         for i, chunk in enumerate(chunks):
             out = self._run(_WRITE, 60, {"S2E_PATH": target, "S2E_DATA": base64.b64encode(chunk).decode(),
-                                         "S2E_OP": "new" if i == 0 else "append"})
+                                         "S2E_OP": "new" if i == 0 else "append",
+                                         "S2E_MODE": mode if mode and i == len(chunks) - 1 else ""})
             if not out.rstrip().endswith(b"rc=0"):
                 break
         ok = out.rstrip().endswith(b"rc=0")
-        text = f"wrote {len(content)} bytes to {target}" if ok else f"could not write {target}: {out[-300:]!r}"
+        got = re.search(rb"mode=([0-7]+)", out)
+        shown = f" (mode {int(got.group(1), 8):04o})" if got else ""
+        text = f"wrote {len(content)} bytes to {target}{shown}" if ok else f"could not write {target}: {out[-300:]!r}"
         return CommandResult(0 if ok else 1, head=text.encode(), seconds=time.perf_counter() - start)
 
     def upload_dir(self, src: Path, dest: str) -> None:

@@ -52,8 +52,10 @@ class Sandbox(Protocol):
         """Run a shell command in the task's working directory; raises SandboxGoneError."""
         ...
 
-    def write_file(self, path: str, content: bytes) -> CommandResult:
-        """Create or replace a file (relative paths are under the working directory); raises SandboxGoneError."""
+    def write_file(self, path: str, content: bytes, mode: str | None = None) -> CommandResult:
+        """Create or replace a file (relative paths are under the working directory) and set its octal `mode`
+        when given (else a new file is 0644, an existing one keeps its mode); the result text names the mode the
+        file has. Raises SandboxGoneError."""
         ...
 
     def upload_dir(self, src: Path, dest: str) -> None:

@@ -1,12 +1,16 @@
 """The agent's tools (`bash`, optionally `write_file`): their schemas, their execution, what the model sees back.
 
-A tool call the model got wrong (arguments that are not a JSON object, a missing field, an unknown tool) is not
-executed: the model is told what was wrong, as any terminal agent would be, and the call stays in the trajectory.
+A tool call the model got wrong (arguments that are not a JSON object, a missing field, an unknown tool, a mode
+that is not octal) is not executed: the model is told what was wrong, as any terminal agent would be, and the call
+stays in the trajectory. File modes are part of a tool's contract: `write_file` says what mode a file gets and
+takes an optional `mode` (a program the verifier executes needs its exec bit).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +19,12 @@ from skill2env_dagster.llm.tools import RequestedCall
 from skill2env_dagster.rollouts.sandbox import CommandResult, Sandbox
 
 BASH, WRITE_FILE = "bash", "write_file"
+MODE = re.compile(r"^0?[0-7]{3}$")
+WRITE_FILE_DESCRIPTION = (
+    "Create or overwrite a text file in the container (relative paths are under the working directory; parent "
+    "folders are created). File modes: a new file gets mode 0644 (readable, not executable) and an existing file "
+    "keeps its mode, unless `mode` is given (octal, e.g. \"0755\" for a script that is run as ./script); the "
+    "result says the mode the file has.")
 
 
 def tool_specs(file_write: bool) -> list[dict[str, Any]]:
@@ -23,16 +33,18 @@ def tool_specs(file_write: bool) -> list[dict[str, Any]]:
         "name": BASH,
         "description": "Run one bash command in the task's Linux container (a fresh shell each call, started in "
                        "the working directory; no network). Returns the exit code and the output; long output "
-                       "is shortened to its start and end.",
+                       "is shortened to its start and end. Files it creates get the shell's default mode "
+                       "(0644 for files, not executable): use chmod to make a script executable.",
         "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
                        "required": ["command"], "additionalProperties": False}}}]
     if file_write:
         specs.append({"type": "function", "function": {
             "name": WRITE_FILE,
-            "description": "Create or overwrite a text file in the container (relative paths are under the "
-                           "working directory; parent folders are created).",
-            "parameters": {"type": "object", "properties": {"path": {"type": "string"},
-                                                            "content": {"type": "string"}},
+            "description": WRITE_FILE_DESCRIPTION,
+            "parameters": {"type": "object", "properties": {
+                "path": {"type": "string"}, "content": {"type": "string"},
+                "mode": {"type": "string", "pattern": MODE.pattern,
+                         "description": "Optional octal file mode, e.g. \"0755\" (executable) or \"0644\"."}},
                            "required": ["path", "content"], "additionalProperties": False}}})
     return specs
 
@@ -62,9 +74,25 @@ def _arguments(call: RequestedCall, required: tuple[str, ...]) -> tuple[dict[str
     return args, f"missing string argument(s) {missing}" if missing else ""
 
 
+def decode_head(data: bytes) -> str:
+    """Bytes cut at an arbitrary end, as text: a character split by the cut is dropped, never shown as U+FFFD
+    (invalid bytes elsewhere still are)."""
+    return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
+
+
+def decode_tail(data: bytes) -> str:
+    """Bytes cut at an arbitrary start, as text: the continuation bytes of a character split by the cut go."""
+    start = 0
+    while start < min(len(data), 3) and 0x80 <= data[start] < 0xC0:
+        start += 1
+    return data[start:].decode("utf-8", "replace")
+
+
 def render_output(res: CommandResult, cap: int) -> tuple[str, int]:
-    """The model's view of a command's output: head, a marked gap, tail; and how many bytes were left out."""
-    head, tail = res.head.decode("utf-8", "replace"), res.tail.decode("utf-8", "replace")
+    """The model's view of a command's output: head, a marked gap, tail; and how many bytes were left out.
+    Both cuts fall on character boundaries."""
+    head = decode_head(res.head) if (res.tail or res.capped) else res.head.decode("utf-8", "replace")
+    tail = decode_tail(res.tail)
     omitted = max(0, res.total_bytes - len(res.head) - len(res.tail)) if res.tail else 0
     text = head + (f"\n[... {omitted} bytes of output omitted ...]\n{tail}" if res.tail else "")
     if res.capped:
@@ -90,11 +118,20 @@ def run_tool(sandbox: Sandbox, call: RequestedCall, *, timeout: float, cap: int,
                                res.capped, time.perf_counter() - start)
     elif call.name == WRITE_FILE and file_write:
         args, problem = _arguments(call, ("path", "content"))
+        mode = args.get("mode")
+        if not problem and mode is not None and not (isinstance(mode, str) and MODE.match(mode)):
+            problem = f"mode must be an octal string such as \"0755\", got {mode!r}"
         if not problem:
-            res = sandbox.write_file(args["path"], args["content"].encode("utf-8"))
-            return ToolOutcome(res.head.decode("utf-8", "replace"), args, res.exit_code,
-                               seconds=time.perf_counter() - start)
+            text, code = _write(sandbox, args["path"], args["content"], mode)
+            return ToolOutcome(text, args, code, seconds=time.perf_counter() - start)
     else:
         args, problem = {}, f"unknown tool {call.name!r}"
     return ToolOutcome(f"error: {problem}; the call was not executed", args, malformed=problem,
                        seconds=time.perf_counter() - start)
+
+
+def _write(sandbox: Sandbox, path: str, content: str, mode: str | None) -> tuple[str, int | None]:
+    """write_file: the sandbox writes the content, sets `mode` when given, and says the mode the file has."""
+    data = content.encode("utf-8")
+    res = sandbox.write_file(path, data) if mode is None else sandbox.write_file(path, data, mode=mode)
+    return res.head.decode("utf-8", "replace"), res.exit_code

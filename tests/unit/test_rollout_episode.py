@@ -19,7 +19,7 @@ from skill2env_dagster.reasons import LLMError, ReasonCode
 from skill2env_dagster.rollouts.episode import EpisodeSpec, run_episode
 from skill2env_dagster.rollouts.sandbox import CommandResult, SandboxGoneError, Verification
 from skill2env_dagster.rollouts.settings import AgentLimits
-from skill2env_dagster.rollouts.tools import render_output, run_tool
+from skill2env_dagster.rollouts.tools import WRITE_FILE, render_output, run_tool, tool_specs
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tasks" / "good_minimal"
 
@@ -29,6 +29,7 @@ class MemorySandbox:
 
     def __init__(self, verification: Verification | None = None) -> None:
         self.commands: list[str] = []
+        self.writes: list[tuple[str, bytes, str | None]] = []
         self.killed = self.revived = self.verified = False
         self.verification = verification or Verification(metrics={"format": 1.0, "correct": 0.0})
 
@@ -45,8 +46,9 @@ class MemorySandbox:
             return CommandResult(None)
         return CommandResult(0, head=f"ran {command}".encode(), total_bytes=5)
 
-    def write_file(self, path: str, content: bytes) -> CommandResult:
-        return CommandResult(0, head=b"wrote")
+    def write_file(self, path: str, content: bytes, mode: str | None = None) -> CommandResult:
+        self.writes.append((path, content, mode))
+        return CommandResult(0, head=f"wrote (mode {mode or '0644'})".encode())
 
     def upload_dir(self, src: Path, dest: str) -> None:
         pass
@@ -192,3 +194,33 @@ def test_output_keeps_head_and_tail_and_marks_the_gap():
     assert omitted == 980 and text.startswith("H" * 10) and "[... 980 bytes of output omitted ...]" in text
     assert text.rstrip().endswith("the rest was discarded]") and "T" * 10 in text
     assert render_output(CommandResult(0, head=b"short", total_bytes=5), cap=1000) == ("short", 0)
+
+
+def test_write_file_says_what_it_does_to_modes_and_takes_one():
+    spec = next(t["function"] for t in tool_specs(True) if t["function"]["name"] == WRITE_FILE)
+    assert "0644" in spec["description"] and "not executable" in spec["description"]
+    assert "mode" in spec["parameters"]["properties"] and spec["parameters"]["required"] == ["path", "content"]
+    bash = tool_specs(False)[0]["function"]["description"]
+    assert "chmod" in bash
+    sb = MemorySandbox()
+
+    def call(args: dict) -> object:
+        return run_tool(sb, RequestedCall(call_id="w", name=WRITE_FILE, arguments=json.dumps(args)), timeout=5,
+                        cap=100, file_write=True)
+
+    assert call({"path": "a.sh", "content": "echo"}).text == "wrote (mode 0644)"
+    assert call({"path": "b.sh", "content": "echo", "mode": "0755"}).text == "wrote (mode 0755)"
+    bad = call({"path": "c.sh", "content": "echo", "mode": "rwx"})
+    assert "octal" in bad.malformed and bad.text.startswith("error:")
+    assert sb.writes == [("a.sh", b"echo", None), ("b.sh", b"echo", "0755")]
+
+
+def test_cut_output_never_splits_a_character():
+    text = "qty é€😀 " * 50
+    data = text.encode()
+    for cut in range(1, 12):
+        res = CommandResult(0, head=data[:100 + cut], tail=data[-(100 + cut):], total_bytes=len(data))
+        shown, _ = render_output(res, cap=10_000)
+        assert "\ufffd" not in shown and "bytes of output omitted" in shown
+    whole = CommandResult(0, head=b"bad \xff byte", total_bytes=10)
+    assert render_output(whole, cap=100)[0] == "bad \ufffd byte"  # invalid bytes still show as such

@@ -1,0 +1,41 @@
+"""The rollout sandbox's own contract on a real container: what `write_file` does to file modes (and says it did),
+and output cut on character boundaries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.llm.tools import RequestedCall
+from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, OutputLimits
+from skill2env_dagster.rollouts.tools import WRITE_FILE, run_tool
+from tests.docker.conftest import RUN_ID
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
+
+
+def _write(sb, args: dict) -> str:
+    call = RequestedCall(call_id="w", name=WRITE_FILE, arguments=json.dumps(args))
+    return run_tool(sb, call, timeout=20, cap=1 << 20, file_write=True).text
+
+
+def test_write_file_modes_are_as_described(docker_client, make_task):
+    factory = DockerSandboxFactory(GateSettings(run_id=RUN_ID), OutputLimits(201, 201, 1 << 20), client=docker_client)
+    with factory(make_task()) as sb:
+        assert _write(sb, {"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}).endswith("(mode 0644)")
+        assert sb.exec("./run.sh", 10).exit_code == 126  # not executable, as the description says
+        assert _write(sb, {"path": "run.sh", "content": "#!/bin/sh\necho hi\n", "mode": "0755"}).endswith(
+            "(mode 0755)")
+        res = sb.exec("./run.sh", 10)
+        assert (res.exit_code, res.head) == (0, b"hi\n")
+        # An existing file keeps its mode when rewritten without one.
+        assert _write(sb, {"path": "run.sh", "content": "#!/bin/sh\necho again\n"}).endswith("(mode 0755)")
+        big = "é" * 40_000  # 80 kB: two chunks, the mode set after the last
+        assert _write(sb, {"path": "deep/dir/x.txt", "content": big, "mode": "600"}).endswith("(mode 0600)")
+        assert sb.exec("wc -c < deep/dir/x.txt", 10).head.strip() == b"80000"
+        # Output cut at the head and tail limits never splits a character.
+        out = run_tool(sb, RequestedCall(call_id="c", name="bash", arguments=json.dumps(
+            {"command": "cat deep/dir/x.txt"})), timeout=20, cap=1 << 20, file_write=True)
+        assert "\ufffd" not in out.text and "bytes of output omitted" in out.text
