@@ -54,8 +54,10 @@ def options_from(args: argparse.Namespace) -> RunOptions:
 
 def execute(options: RunOptions, args: argparse.Namespace) -> tuple[int, Funnel | None]:
     """Run with the quiet console; print the funnel; exit 0 unless a partition or the analytics failed."""
+    from skill2env_dagster.cli.runner.interrupts import restore_sigint
     from skill2env_dagster.cli.runner.session import Session  # Dagster loads only when a run starts
 
+    restore_sigint()  # Ctrl-C stops the run even when it was started with SIGINT ignored (a background job)
     verbose = bool(getattr(args, "verbose", False))
     log_file = new_log_file(RunHome(options.out.resolve()).logs)
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from skill2env_dagster.artifacts import GATES, TASKS
-from skill2env_dagster.cli.runner.home import RunHome
+from skill2env_dagster.cli.runner.home import HOLD_AT, RunHome
 from skill2env_dagster.gates.container import LABEL
 from skill2env_dagster.store import ArtifactStore
 
@@ -103,25 +103,48 @@ def _containers(client, label: str) -> list:
     return client.containers.list(all=True, sparse=True, filters={"label": f"{LABEL}={label}"})
 
 
-def test_an_interrupted_run_leaves_no_container_and_resumes(docker_client, hub, tmp_path):
-    out = tmp_path / "out"
-    label = RunHome(out.resolve()).gate_label
+def _ignore_sigint() -> None:
+    """How CI and a script's `cmd &` start a process: SIGINT ignored (Python then installs no handler of its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _interrupt_at(phase: str, hub: Path, out: Path, client, tmp_path: Path, hold: bool = False) -> None:
+    """Start a run; once it has marked `phase` as started, send Ctrl-C (SIGINT to its whole process group, as a
+    terminal does). It must exit 130 and leave no gate container and nothing half-written. The trigger is the
+    run's own phase marker, not a delay; `hold` keeps a short phase open until the signal (S2E_RUN_HOLD_AT)."""
+    home = RunHome(out.resolve())
+    home.phase_file.unlink(missing_ok=True)
+    env = _env(**({HOLD_AT: phase} if hold else {}))
     with open(tmp_path / "stdout", "w") as so, open(tmp_path / "stderr", "w") as se:
-        proc = subprocess.Popen(_cmd(str(hub), "--out", str(out), workers=2), stdout=so, stderr=se, env=_env(),
-                                start_new_session=True)
-        deadline = time.monotonic() + 300
-        while not _containers(docker_client, label) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert proc.poll() is None, "the run ended before any gate container started"
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
-        assert proc.wait(timeout=180) == 130, (tmp_path / "stderr").read_text()[-3000:]
-    assert _containers(docker_client, label) == []
+        proc = subprocess.Popen(_cmd(str(hub), "--out", str(out), workers=2), stdout=so, stderr=se, env=env,
+                                start_new_session=True, preexec_fn=_ignore_sigint)
+        try:
+            while proc.poll() is None and not (home.phase_file.is_file()
+                                               and home.phase_file.read_text().strip() == phase):
+                time.sleep(0.05)
+            assert proc.poll() is None, f"the run ended before its {phase} phase: {(tmp_path / 'stderr').read_text()}"
+            os.killpg(proc.pid, signal.SIGINT)
+            code = proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert code == 130, f"{phase}: exit {code}\n{(tmp_path / 'stderr').read_text()[-3000:]}"
+    assert _containers(client, home.gate_label) == []
     leftovers = [p for p in (out / "artifacts").rglob("*.tmp") if ".staging" not in p.parts]
     assert leftovers == []  # nothing half-written outside the staging area
 
+
+def test_an_interrupted_run_leaves_no_container_and_resumes(docker_client, hub, tmp_path):
+    """Ctrl-C in each phase of a run started with SIGINT ignored (as CI starts it): exit 130 every time, no
+    container left; the next run resumes and completes."""
+    out = tmp_path / "out"
+    _interrupt_at("crawl", hub, out, docker_client, tmp_path)
+    _interrupt_at("partitions", hub, out, docker_client, tmp_path)
+    _interrupt_at("analytics", hub, out, docker_client, tmp_path, hold=True)
+    _interrupt_at("export", hub, out, docker_client, tmp_path, hold=True)
     resumed = _run(str(hub), out)
     _assert_exported(resumed, out)
-    assert resumed["work"]["ran"] >= 1
+    assert resumed["work"]["failed"] == 0 and resumed["work"]["up_to_date"] == len(SKILLS)
 
 
 def test_failing_partitions_are_listed_and_the_others_complete(docker_client, hub, examples_dir, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from skill2env_dagster.store import atomic_write_text, sha256_bytes
 REPO = Path(__file__).resolve().parents[3]
 # The one local instance config (pools, retries, python logs, telemetry off); a run copies it into its home.
 INSTANCE_CONFIG = REPO / "deploy" / "dagster.yaml"
+HOLD_AT = "S2E_RUN_HOLD_AT"
 
 
 class RunnerError(Exception):
@@ -55,6 +57,19 @@ class RunHome:
     @property
     def screen_cache(self) -> Path:
         return self.out / "screen-cache"
+
+    @property
+    def phase_file(self) -> Path:
+        """The phase the run is in (crawl, partitions, rollouts, analytics, export, done), written as each starts: for
+        people watching a long run, and a deterministic point for tests to interrupt it at."""
+        return self.out / "phase"
+
+    def mark_phase(self, phase: str) -> None:
+        """Record the phase; with S2E_RUN_HOLD_AT=<phase> (tests) wait there until interrupted, at most 10 min, so
+        that a phase too short to catch by polling can be interrupted deterministically."""
+        atomic_write_text(self.phase_file, phase + "\n")
+        if os.environ.get(HOLD_AT) == phase:
+            time.sleep(600)
 
     @property
     def gate_label(self) -> str:

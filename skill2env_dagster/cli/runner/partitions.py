@@ -25,6 +25,7 @@ from dagster._time import get_current_datetime
 
 from skill2env_dagster.artifacts import PIPELINE_JOB, SNAPSHOT, TASKS
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
+from skill2env_dagster.cli.runner.interrupts import NEVER, SigintLatch
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Plan
 from skill2env_dagster.export.funnel import FailedPartition
 from skill2env_dagster.tasks.pipeline import CreationSettings
@@ -43,8 +44,8 @@ class PartitionRunner:
     """Runs partitions of the pipeline job against one instance; one per process."""
 
     def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance, settings: CreationSettings,
-                 tags: Mapping[str, str]) -> None:
-        self.instance, self.settings, self.tags = instance, settings, dict(tags)
+                 tags: Mapping[str, str], latch: SigintLatch = NEVER) -> None:
+        self.instance, self.settings, self.tags, self.latch = instance, settings, dict(tags), latch
         self.job = defs.resolve_job_def(PIPELINE_JOB)
         self.graph = defs.resolve_asset_graph()
         self.chain = pipeline_chain(defs)
@@ -85,10 +86,13 @@ class PartitionRunner:
     def process(self, key: str, eligible: bool, plan: Plan | None = None) -> PartitionOutcome:
         """Rounds of (stale? → run those) for one partition; a failed run ends it with the failure recorded. A
         plan from the freshness scan stands in for the first question (and, when nothing else can have turned
-        stale, for the last)."""
+        stale, for the last). A Ctrl-C ends it as interrupted, even one Dagster let the run finish after."""
         start = time.monotonic()
         out = PartitionOutcome(key=key, status="up_to_date")
         for _ in range(len(self.chain) + 1):
+            if self.latch.fired():
+                out.status = "interrupted"
+                break
             selection = self.needed(key, eligible) if plan is None else [dg.AssetKey(n) for n in plan.selection]
             if not selection:
                 break
@@ -99,6 +103,9 @@ class PartitionRunner:
                 raise_on_error=False)
             out.runs += 1
             _account(out, result)
+            if result.success and self.latch.fired():
+                out.status = "interrupted"
+                break
             if not result.success:
                 out.failure = failure_of(key, result)
                 out.status = "interrupted" if out.failure.reason == INTERRUPTED else "failed"

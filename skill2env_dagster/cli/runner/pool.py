@@ -34,6 +34,7 @@ from typing import Any
 
 from skill2env_dagster.cli.runner.console import LOG_FORMAT
 from skill2env_dagster.cli.runner.home import RunHome
+from skill2env_dagster.cli.runner.interrupts import SigintLatch
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
 from skill2env_dagster.export.funnel import FailedPartition
 from skill2env_dagster.tasks.pipeline import CreationSettings
@@ -78,11 +79,12 @@ def worker_main(init: WorkerInit, tasks: Any, results: Any) -> None:
 
     home = RunHome(Path(init.out))
     os.environ.update(home.env())
+    latch = SigintLatch().open()  # our own: the parent's pipe came with the fork
     runner = PartitionRunner(run_defs(home), dg.DagsterInstance.get(),
-                             CreationSettings.model_validate(init.settings), init.tags)
+                             CreationSettings.model_validate(init.settings), init.tags, latch)
     results.put(("ready", os.getpid(), ""))
     try:
-        while (item := tasks.get()) is not None:
+        while not latch.fired() and (item := tasks.get()) is not None:
             key, eligible, plan = item
             results.put(("start", os.getpid(), key))
             try:

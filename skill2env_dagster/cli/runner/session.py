@@ -30,6 +30,7 @@ from skill2env_dagster.artifacts import (
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.freshness import FreshnessScan
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
+from skill2env_dagster.cli.runner.interrupts import SigintLatch
 from skill2env_dagster.cli.runner.options import RunOptions
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
 from skill2env_dagster.cli.runner.partitions import (
@@ -114,6 +115,7 @@ class Session:
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     generator: str = ""
     rollout_failures: list[FailedPartition] = field(default_factory=list)
+    latch: SigintLatch = field(default_factory=SigintLatch)
 
     def __post_init__(self) -> None:
         self.home = RunHome(self.options.out.resolve())
@@ -136,7 +138,7 @@ class Session:
     def execute(self) -> Funnel:
         start = time.monotonic()
         home = self.home
-        with home.locked():
+        with home.locked(), self.latch:
             home.prepare()
             write_sources(self._sources(), home.sources_file)
             os.environ.update(home.env())
@@ -153,6 +155,7 @@ class Session:
             try:
                 if pool is not None:
                     pool.start()  # forked now: the code location is imported and no thread runs yet
+                home.mark_phase("crawl")
                 self._crawl(defs, instance)
                 store = ArtifactStore(home.artifacts)
                 skills = _current_skills(store)
@@ -166,13 +169,24 @@ class Session:
                                              ("ran", "up_to_date", "failed", "interrupted")})
             done = summarise(outcomes, self.options.workers)
             keys = [k for k, _ in work]
+            home.mark_phase("rollouts")
             rollouts = self._rollouts(defs, instance, store, keys)
             changed = any(o.status != "up_to_date" for o in outcomes) or rollouts.ran > 0
+            home.mark_phase("analytics")
             done.analytics = self._analytics(defs, instance, changed)
             done.seconds = round(time.monotonic() - start, 2)
+            home.mark_phase("export")
             funnel = self._funnel(store, skills, keys, outcomes, done)
             funnel.rollouts = add_rollouts(rollouts, store, keys) if rollouts.reason == "" else rollouts
+            self._check_interrupt()
+            home.mark_phase("done")
             return funnel
+
+    def _check_interrupt(self, result: Any = None) -> None:
+        """Stop with KeyboardInterrupt when a run was interrupted or a Ctrl-C was caught and swallowed anywhere
+        (Dagster drops one that lands after a run's last step)."""
+        if (result is not None and interrupted(result)) or self.latch.fired():
+            raise KeyboardInterrupt
 
     def _pool(self) -> WorkerPool | None:
         if self.options.workers < 2:
@@ -195,6 +209,7 @@ class Session:
                  len(fresh), len(work), sum(p is not None for _, _, p in todo), sum(p is None for _, _, p in todo))
         if todo:
             warm_analytics_imports()
+        self.home.mark_phase("partitions")
         try:
             rest = pool.outcomes(todo) if pool is not None else self._in_process(defs, instance, todo)
             return list(self._progress(store, len(work), _fresh_then(fresh, rest)))
@@ -210,8 +225,7 @@ class Session:
         log.info("crawl starts")
         result = defs.resolve_job_def(CRAWL_JOB).execute_in_process(instance=instance, tags=self.tags,
                                                                     raise_on_error=False)
-        if interrupted(result):
-            raise KeyboardInterrupt
+        self._check_interrupt(result)
         if not result.success:
             raise RunnerError(f"the crawl failed; see the log file {self.log_file}")
 
@@ -227,7 +241,7 @@ class Session:
         return sorted(((k, k in eligible) for k in keys), key=lambda kv: (not kv[1], kv[0]))
 
     def _in_process(self, defs: Any, instance: Any, work: list[Work]) -> Generator[PartitionOutcome, None, None]:
-        runner = PartitionRunner(defs, instance, self.options.settings, self.tags)
+        runner = PartitionRunner(defs, instance, self.options.settings, self.tags, self.latch)
         for key, eligible, plan in work:
             yield runner.process(key, eligible, plan)
 
@@ -268,8 +282,7 @@ class Session:
         for key in todo:
             result = job.execute_in_process(partition_key=key, instance=instance, tags=self.tags,
                                             raise_on_error=False)
-            if interrupted(result):
-                raise KeyboardInterrupt
+            self._check_interrupt(result)
             if result.success:
                 summary.ran += 1
             else:
@@ -287,8 +300,7 @@ class Session:
             return "up_to_date"
         self.view.say("retrieval probe, export and statistics…")
         result = job.execute_in_process(instance=instance, tags=self.tags, raise_on_error=False)
-        if interrupted(result):
-            raise KeyboardInterrupt
+        self._check_interrupt(result)
         return "ran" if result.success else "failed"
 
     def _funnel(self, store: ArtifactStore, skills: dict[str, SkillRecord], keys: list[str],

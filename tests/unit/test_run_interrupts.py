@@ -1,0 +1,53 @@
+"""Ctrl-C is never lost by `skill2env run`: not when the process started with SIGINT ignored, not when Dagster's
+in-process execution caught it in its flag and cleared it as the run ended."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from dagster._utils.interrupts import capture_interrupts, check_captured_interrupt
+
+from skill2env_dagster.cli.runner.interrupts import NEVER, SigintLatch, restore_sigint
+
+
+@pytest.fixture
+def sigint_handler():
+    saved = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, saved)
+
+
+def test_the_latch_keeps_a_sigint_dagster_dropped(sigint_handler):
+    restore_sigint()
+    with SigintLatch() as latch:
+        assert not latch.fired()
+        with capture_interrupts():  # what execute_in_process wraps a run in
+            os.kill(os.getpid(), signal.SIGINT)
+            assert check_captured_interrupt()
+        assert not check_captured_interrupt()  # Dagster cleared it when the run ended...
+        assert latch.fired() and latch.fired()  # ...the latch still knows, and stays set
+
+
+def test_other_signals_do_not_set_the_latch(sigint_handler):
+    seen: list[int] = []
+    saved = signal.signal(signal.SIGUSR1, lambda signo, _: seen.append(signo))
+    try:
+        with SigintLatch() as latch:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            assert seen == [signal.SIGUSR1] and not latch.fired()
+    finally:
+        signal.signal(signal.SIGUSR1, saved)
+
+
+def test_a_process_started_with_sigint_ignored_is_interruptible_again(sigint_handler):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    restore_sigint()
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        signal.sigtimedwait([], 0)  # give the interpreter a point to run the handler
+
+
+def test_an_unopened_latch_never_fires():
+    assert not NEVER.fired()
