@@ -116,6 +116,10 @@ class TaskBlueprint(_Model):
             "blueprint_effects": [c.effect for c in self.challenges],
             "blueprint_rules": [f"{p.id} {p.kind}: {p.statement[:120]} ({p.source.label})" for p in self.predicates],
             "blueprint_metrics": [c.metric for c in self.acceptance],
+            "blueprint_deliverables": list(self.deliverables),
+            "blueprint_rule_tokens": [f"{p.id}: {p.params[k]}" for p in self.predicates
+                                      for k in ("token", "replacement") if isinstance(p.params.get(k), str)
+                                      and p.params[k]],
             "blueprint_required_steps": self.complexity.required_steps,
             "blueprint_files_to_read": self.complexity.files_to_read,
             "blueprint_dependent_steps": self.complexity.dependent_steps,

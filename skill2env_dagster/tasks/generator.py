@@ -22,6 +22,7 @@ from skill2env_dagster.tasks.blueprints import Planned, plan_task
 from skill2env_dagster.tasks.compose.context import method_context
 from skill2env_dagster.tasks.compose.instruction import check, compose, container_paths
 from skill2env_dagster.tasks.compose.rubric import complete
+from skill2env_dagster.tasks.compose.rubric_in_play import in_play
 from skill2env_dagster.tasks.grounding import Grounding, ground
 
 OFFLINE_PROMPT_VERSION = "offline-blueprints-1"
@@ -131,7 +132,8 @@ class OfflineGenerator:
     def rubric(self, ctx: CreationContext) -> str:
         planned = self.plan(ctx)
         knowledge = ctx.knowledge or extract_knowledge(ctx.skill)
-        text, sources = complete(planned.design.rubric, knowledge, planned.blueprint.predicates).render()
+        spec = complete(planned.design.rubric, knowledge, planned.blueprint.predicates)
+        text, sources = in_play(spec, planned.blueprint).render()
         self._rubric_sources[ctx.task_name] = sources
         return text
 
