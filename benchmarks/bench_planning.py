@@ -15,9 +15,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from skill2env_dagster.catalogue import load_axes  # noqa: E402
 from skill2env_dagster.llm import LLMClient, LLMConfig  # noqa: E402
 from skill2env_dagster.planning import PlanReply, coverage_table, extract_facts, plan_offline, sample_axes  # noqa: E402
-from skill2env_dagster.planning.catalogue import load_axes  # noqa: E402
 from skill2env_dagster.planning.llm_planner import plan_messages  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 from tests.unit.test_planning_llm import canned_plan  # noqa: E402

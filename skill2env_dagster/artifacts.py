@@ -63,7 +63,7 @@ TASK_PROMPTS = ("task_blueprint.j2", "task_environment.j2", "task_instruction.j2
 JUDGE_PROMPTS = ("judge_rollout.j2", "judge_constitution.j2")
 
 # --- per-skill artifacts (partition key = skill id) ------------------------------------------------------------
-# The snapshot adds the model's second opinion when an endpoint is configured (skillhub/screen/opinion.py).
+# The snapshot adds the model's second opinion when an endpoint is configured (skillhub/opinion.py).
 SNAPSHOT = Artifact("skillhub_snapshot", SkillRecord, CodeScope(
     modules=("skillhub",), data=("screening_rules.yaml",), prompts=("screen_second_opinion.j2",),
     model_modules=("llm",), model_settings=True))

@@ -7,10 +7,6 @@ broken infrastructure or bugs, and they carry a code too so that a failed run st
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from skill2env_dagster.models.plan import Usage
 
 
 class ReasonCode(StrEnum):
@@ -134,15 +130,6 @@ class Skill2EnvError(Exception):
 
 class InfraError(Skill2EnvError):
     """The machine, engine, registry, network or model endpoint failed; the input may be fine."""
-
-
-class LLMError(Skill2EnvError):
-    """The model endpoint failed or kept answering outside the schema. `usage` is what the failed call spent
-    (tokens are paid for whether or not the reply was usable), so callers can still report it."""
-
-    def __init__(self, reason: ReasonCode, message: str, usage: Usage | None = None) -> None:
-        super().__init__(reason, message)
-        self.usage = usage
 
 
 class StoreError(Skill2EnvError):

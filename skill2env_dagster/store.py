@@ -1,23 +1,20 @@
 """Content-addressed, atomically written artifact store: one validated pydantic file per (artifact, skill).
 
-Every file is written to a temporary sibling and renamed into place, so a crash never leaves a half-written
-artifact; every read validates against the model so a corrupted or stale-schema file is a StoreError naming the
-path, never a confusing failure three stages later.
+Every file is written to a temporary sibling and renamed into place (`atomic.py`), so a crash never leaves a
+half-written artifact; every read validates against the model so a corrupted or stale-schema file is a StoreError
+naming the path, never a confusing failure three stages later.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from skill2env_dagster.atomic import atomic_write_text
+from skill2env_dagster.hashing import sha256_bytes
 from skill2env_dagster.reasons import ReasonCode, StoreError
 
 if TYPE_CHECKING:
@@ -26,52 +23,6 @@ if TYPE_CHECKING:
 M = TypeVar("M", bound=BaseModel)
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def canonical_json(obj: object) -> str:
-    """Key-sorted compact JSON: the basis for every content digest we compute over structured data."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def digest_model(model: BaseModel) -> str:
-    return sha256_bytes(canonical_json(model.model_dump(mode="json")).encode())
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write then rename, so readers see the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_replace_dir(staging: Path, final: Path) -> None:
-    """Publish a fully written folder in one rename; the previous version is removed only after the swap."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    old = None
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(final, old)
-    os.replace(staging, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def check_key(key: str) -> str:

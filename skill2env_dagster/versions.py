@@ -22,13 +22,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from skill2env_dagster.store import atomic_write_text, canonical_json, sha256_bytes
+from skill2env_dagster.atomic import atomic_write_text
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 
 PACKAGE = "skill2env_dagster"
 PACKAGE_ROOT = Path(__file__).resolve().parent
-# Packages and modules whose code decides artifact content (cli/, assets/, resources/ only wire it up).
+# Packages and modules whose code decides artifact content (cli/, assets/, resources/ only wire it up): the
+# plain-Python domain, which imports no Dagster (pyproject.toml's import-linter contract; a test keeps both equal).
 DOMAIN = ("skillhub", "knowledge", "planning", "llm", "tasks", "gates", "probe", "export", "rollouts", "models",
-          "store", "reasons", "artifacts")
+          "store", "reasons", "artifacts", "versions", "envconfig", "catalogue", "hashing", "atomic")
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from mirror import SKILL_FILES, Mirror
 
 from skill2env_dagster.llm import LLMClient, LLMConfig
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.reasons import LLMError
 from skill2env_dagster.skillhub.config import CrawlSettings
 from skill2env_dagster.skillhub.crawl import crawl_paths
-from skill2env_dagster.skillhub.screen.opinion import OPINION_TEMPLATE, OpinionCache, second_opinion
+from skill2env_dagster.skillhub.opinion import OPINION_TEMPLATE, OpinionCache, second_opinion
 
 HERE = Path(__file__).resolve().parent
 CODES = ("needs_external_account", "needs_live_service", "needs_hardware", "os_or_gui_specific", "persona_only",

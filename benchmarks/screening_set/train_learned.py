@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from evaluate import load_items, missing_mirrors, screen_items
 from learned_opinion import FROZEN_COMBINE, FROZEN_DESIGN, RULES_ONLY, Model, document, positive
 
+from skill2env_dagster.atomic import atomic_write_text
 from skill2env_dagster.skillhub.screen.learned import MODEL_FILE, LearnedModel
-from skill2env_dagster.store import atomic_write_text
 
 TOLERANCE = 1e-4  # largest probability difference allowed between scikit-learn and the re-implementation
 DIGITS = 6  # significant digits kept per weight: halves the file, moves probabilities by ~1e-6

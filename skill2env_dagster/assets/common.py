@@ -12,9 +12,10 @@ from typing import Any, Literal
 import dagster as dg
 
 from skill2env_dagster.artifacts import FAILURES, SKILLS_PARTITION, Artifact, Folder
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.models.failure import SkillFailures, StageFailure
 from skill2env_dagster.models.plan import Usage
-from skill2env_dagster.reasons import LLMError, ReasonCode, Skill2EnvError, is_retryable
+from skill2env_dagster.reasons import ReasonCode, Skill2EnvError, is_retryable
 from skill2env_dagster.resources.llm import env_fingerprint
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.versions import code_version

@@ -14,6 +14,7 @@ import dagster as dg
 
 from skill2env_dagster.artifacts import AXES, KNOWLEDGE, PLANS, SNAPSHOT
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.knowledge import cached_knowledge
 from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.plan import WorkflowPlanSet
@@ -22,7 +23,7 @@ from skill2env_dagster.planning import plan_offline, plan_with_llm, sample_axes
 from skill2env_dagster.reasons import ReasonCode, StoreError
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
-from skill2env_dagster.store import ArtifactStore, canonical_json, sha256_bytes
+from skill2env_dagster.store import ArtifactStore
 
 
 class AxisSamplingConfig(dg.Config):

@@ -14,10 +14,11 @@ import dagster as dg
 
 from skill2env_dagster.artifacts import CORPUS_KEY, PROBE, SNAPSHOT, TASKS
 from skill2env_dagster.assets.common import asset_code_version
+from skill2env_dagster.hashing import digest_model
 from skill2env_dagster.models.probe import ALL_MODES, BASE_MODES, ProbeConfig, ProbeReport, ProbeTaskResult
 from skill2env_dagster.probe import ProbeTask, candidate_skills, probe_retrieval, read_tasks
 from skill2env_dagster.resources.store import ArtifactStoreResource
-from skill2env_dagster.store import ArtifactStore, digest_model
+from skill2env_dagster.store import ArtifactStore
 
 
 class RetrievalProbeConfig(dg.Config):

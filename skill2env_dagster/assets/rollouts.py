@@ -34,6 +34,7 @@ from skill2env_dagster.artifacts import (
 )
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, usage_metadata
 from skill2env_dagster.assets.tasks import task_generator
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.llm.client import LLMClient
 from skill2env_dagster.models.export import DecontamConfig
 from skill2env_dagster.models.hardening import HardeningSet
@@ -57,7 +58,7 @@ from skill2env_dagster.rollouts.report import PLOT_FILE, build_report, write_his
 from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill
 from skill2env_dagster.rollouts.settings import RolloutSettings, judge_endpoint, solver_fingerprint
 from skill2env_dagster.rollouts.sft import export_sft
-from skill2env_dagster.store import ArtifactStore, canonical_json, sha256_bytes
+from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.generator import OfflineGenerator
 from skill2env_dagster.versions import is_online
 

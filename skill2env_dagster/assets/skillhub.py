@@ -14,7 +14,7 @@ from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.skillhub.crawl import crawl
-from skill2env_dagster.skillhub.screen.opinion import OPINION_TEMPLATE, OpinionCache, second_opinion
+from skill2env_dagster.skillhub.opinion import OPINION_TEMPLATE, OpinionCache, second_opinion
 from skill2env_dagster.skillhub.snapshot import (
     SKILLS_TABLE,
     latest_snapshot_dir,

@@ -19,12 +19,12 @@ from skill2env_dagster.assets.common import asset_code_version, skills_partition
 from skill2env_dagster.assets.plans import knowledge_of
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.gates.reuse import reusable_report
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateReports
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
-from skill2env_dagster.store import canonical_json, sha256_bytes
 from skill2env_dagster.tasks.generator import OfflineGenerator, TaskGenerator
 from skill2env_dagster.tasks.llm_generator import LLMGenerator
 from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill

@@ -12,12 +12,12 @@ import json
 import sys
 from pathlib import Path
 
+from skill2env_dagster.atomic import atomic_write_text
 from skill2env_dagster.gates.dockerfile import pin_dockerfile
 from skill2env_dagster.gates.runner import run_gates
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import GateVerdict
 from skill2env_dagster.reasons import Skill2EnvError
-from skill2env_dagster.store import atomic_write_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:

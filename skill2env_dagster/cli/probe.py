@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from skill2env_dagster.atomic import atomic_write_text
 from skill2env_dagster.export.decontam import decontaminate
 from skill2env_dagster.models.export import DecontamConfig
 from skill2env_dagster.models.probe import ALL_MODES, ProbeConfig, ProbeReport
 from skill2env_dagster.probe import candidate_skills, load_tasks, probe_retrieval
 from skill2env_dagster.reasons import Skill2EnvError
 from skill2env_dagster.skillhub.crawl import crawl_paths
-from skill2env_dagster.store import atomic_write_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:

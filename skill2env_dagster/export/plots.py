@@ -7,8 +7,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from skill2env_dagster.atomic import atomic_write_bytes
 from skill2env_dagster.models.export import CorpusStats
-from skill2env_dagster.store import atomic_write_bytes
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from skill2env_dagster.atomic import atomic_replace_dir
 from skill2env_dagster.export.dataset import write_dataset
 from skill2env_dagster.export.decontam import TextDoc, check_contamination, load_benchmark_docs
 from skill2env_dagster.export.duck import write_duckdb
@@ -21,7 +22,7 @@ from skill2env_dagster.export.plots import write_plots
 from skill2env_dagster.export.stats import corpus_stats
 from skill2env_dagster.export.tables import build_tables
 from skill2env_dagster.models.export import CorpusStats, DecontamConfig, DecontamReport, ExportManifest
-from skill2env_dagster.store import atomic_replace_dir, write_model
+from skill2env_dagster.store import write_model
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from skill2env_dagster.atomic import atomic_write_text
 from skill2env_dagster.gates.registry import LOCAL_REGISTRY, registry_alive, resolve_digest
 from skill2env_dagster.reasons import InfraError, ReasonCode
-from skill2env_dagster.store import atomic_write_text
 
 log = logging.getLogger(__name__)
 

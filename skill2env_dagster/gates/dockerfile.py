@@ -15,12 +15,12 @@ from pathlib import Path, PurePosixPath
 
 from dockerfile_parse import DockerfileParser
 
+from skill2env_dagster.atomic import atomic_write_text
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.gates.registry import DIGEST_RE, LOCAL_REGISTRY, resolve_digest, split_ref
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import InputError, ReasonCode
-from skill2env_dagster.store import atomic_write_text
 
 DEFAULT_APPROVED = (LOCAL_REGISTRY,)
 # Names a COPY/ADD source may not mention: the grading and solution must never be baked into the image.

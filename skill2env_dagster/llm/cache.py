@@ -12,7 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from skill2env_dagster.store import atomic_write_text, canonical_json, sha256_bytes
+from skill2env_dagster.atomic import atomic_write_text
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from skill2env_dagster.llm.cache import CacheEntry, ResponseCache, cache_key
 from skill2env_dagster.llm.config import LLMConfig, env_var
 from skill2env_dagster.llm.endpoint import Endpoint, WireMode
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.failures import Failure, classify, is_client_error
 from skill2env_dagster.llm.retry import backoff_delay, exc_headers, retry_after_seconds
 from skill2env_dagster.llm.schema import (
@@ -34,7 +35,7 @@ from skill2env_dagster.llm.schema import (
     wire_schema,
 )
 from skill2env_dagster.models.plan import Usage
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 
 M = TypeVar("M", bound=BaseModel)
 Message = dict[str, str]

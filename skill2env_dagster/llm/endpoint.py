@@ -19,9 +19,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from skill2env_dagster.atomic import atomic_write_text
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.llm.config import LLMConfig
 from skill2env_dagster.llm.failures import Failure
-from skill2env_dagster.store import atomic_write_text, canonical_json, sha256_bytes
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 import jinja2.meta
 
-from skill2env_dagster.store import canonical_json, sha256_bytes
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 
 PROMPTS_ENV = "S2E_PROMPTS_DIR"
 PACKAGE_PROMPTS = Path(__file__).resolve().parents[1] / "prompts"

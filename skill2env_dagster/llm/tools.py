@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.llm.client import LLMClient
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.failures import classify, is_client_error
 from skill2env_dagster.models.plan import Usage
-from skill2env_dagster.reasons import LLMError
 
 log = logging.getLogger(__name__)
 ChatMessage = dict[str, Any]

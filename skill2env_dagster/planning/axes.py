@@ -12,16 +12,16 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from skill2env_dagster.models.axes import AxisSample, AxisSampleSet, Capability, Complexity
-from skill2env_dagster.models.plan import AxisCombo, Workflow, WorkflowPlanSet
-from skill2env_dagster.planning.catalogue import (
+from skill2env_dagster.catalogue import (
     CAPABILITIES,
     AxisCatalogue,
     PatternPool,
     load_axes,
     load_patterns,
 )
-from skill2env_dagster.store import sha256_bytes
+from skill2env_dagster.hashing import sha256_bytes
+from skill2env_dagster.models.axes import AxisSample, AxisSampleSet, Capability, Complexity
+from skill2env_dagster.models.plan import AxisCombo, Workflow, WorkflowPlanSet
 
 K = TypeVar("K")
 

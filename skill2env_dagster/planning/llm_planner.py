@@ -13,12 +13,12 @@ from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
+from skill2env_dagster.catalogue import AxisCatalogue, load_axes
 from skill2env_dagster.llm.prompts import render_messages
 from skill2env_dagster.llm.schema import ReplyModel
 from skill2env_dagster.models.labels import to_label
 from skill2env_dagster.models.plan import AssetRecommendation, Usage, Workflow, WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.planning.catalogue import AxisCatalogue, load_axes
 from skill2env_dagster.planning.facts import SkillFacts, extract_facts
 
 PLAN_TEMPLATE = "plan_workflows.j2"

@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
+from skill2env_dagster.catalogue import AxisCatalogue, load_axes
 from skill2env_dagster.knowledge import extract_knowledge
 from skill2env_dagster.knowledge.source import read_docs
 from skill2env_dagster.models.knowledge import SkillKnowledge
@@ -28,7 +29,6 @@ from skill2env_dagster.models.plan import (
     WorkflowPlanSet,
 )
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.planning.catalogue import AxisCatalogue, load_axes
 from skill2env_dagster.planning.facts import SkillFacts, extract_facts
 from skill2env_dagster.tasks.predicates.compile import Candidate, compile_candidates, families
 from skill2env_dagster.tasks.shapes import SHAPES

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 else:
     # Every GateSettings field but the per-run container label, with the domain model's defaults and bounds.
     GateConfig = dagster_config(GateSettings, exclude=frozenset({"run_id"}))
-from skill2env_dagster.store import canonical_json, sha256_bytes
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 
 # Settings that change where or how fast gates run, never what they conclude (excluded from the verdict key).
 _NOT_VERDICT = {"docker_url", "concurrency", "run_id", "read_upper_dir"}

@@ -18,20 +18,22 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from skill2env_dagster.atomic import atomic_write_text
 from skill2env_dagster.gates.reward import all_full
+from skill2env_dagster.hashing import sha256_bytes
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import render
 from skill2env_dagster.llm.tools import ChatMessage, ToolTurn
 from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.rollout import Rollout, StopReason
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
-from skill2env_dagster.reasons import LLMError, ReasonCode, Skill2EnvError
+from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
 from skill2env_dagster.rollouts.policy import Policy
 from skill2env_dagster.rollouts.sandbox import Sandbox, SandboxFactory, SandboxGoneError, Verification
 from skill2env_dagster.rollouts.settings import AgentLimits
 from skill2env_dagster.rollouts.tools import run_tool, tool_specs
 from skill2env_dagster.rollouts.trajectory import TrajectoryRecorder, now_iso
-from skill2env_dagster.store import atomic_write_text, sha256_bytes
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from skill2env_dagster.atomic import atomic_write_text
+from skill2env_dagster.catalogue import PatternPool, load_patterns
 from skill2env_dagster.llm.config import LLMConfig
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
 from skill2env_dagster.models.hardening import HardeningRound, HardeningSet, Outcome, Revision, TaskHardening
 from skill2env_dagster.models.plan import WorkflowPlanSet
@@ -32,12 +35,11 @@ from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.models.task import TaskBundle, TaskBundleSet
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
-from skill2env_dagster.planning.catalogue import PatternPool, load_patterns
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.runner import TaskRef, replay_solution, roll_out_task
 from skill2env_dagster.rollouts.sandbox import SandboxFactory
 from skill2env_dagster.rollouts.settings import RolloutSettings
-from skill2env_dagster.store import ArtifactStore, atomic_write_text
+from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.generator import TaskGenerator, make_context
 from skill2env_dagster.tasks.grounding import ground
 from skill2env_dagster.tasks.pipeline import CreationSettings, GateFn, create_task

@@ -17,13 +17,14 @@ from typing import Literal
 
 from skill2env_dagster.gates.rubric import rubric_bullets
 from skill2env_dagster.llm.client import LLMClient
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import render_messages
 from skill2env_dagster.models.atif import AtifStep, AtifTrajectory
 from skill2env_dagster.models.judge import JudgeAnswer, JudgeScores, JudgeVerdict, Shortcut, TaskJudgement
 from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.rollout import RewardForm, Rollout, RolloutKind, SolverRollouts
 from skill2env_dagster.models.task_dir import TaskDir
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.settings import JudgeSettings
 
 log = logging.getLogger(__name__)

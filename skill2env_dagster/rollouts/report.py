@@ -8,11 +8,11 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
+from skill2env_dagster.atomic import atomic_write_bytes
 from skill2env_dagster.export.plots import pyplot
 from skill2env_dagster.models.difficulty import DifficultyBin, DifficultyReport, JudgeScale, TaskDifficulty
 from skill2env_dagster.models.judge import JudgeScores, JudgeVerdict, TaskJudgement
 from skill2env_dagster.models.rollout import RolloutKind, SolverRollouts
-from skill2env_dagster.store import atomic_write_bytes
 
 PLOT_FILE = "difficulty_histogram.png"
 BINS = 10  # over [0, 1]

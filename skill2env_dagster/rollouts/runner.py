@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from skill2env_dagster.atomic import atomic_replace_dir
 from skill2env_dagster.llm.config import LLMConfig
 from skill2env_dagster.llm.tools import ToolChat
 from skill2env_dagster.models.plan import total_usage
@@ -35,7 +36,6 @@ from skill2env_dagster.rollouts.episode import EpisodeSpec, run_episode
 from skill2env_dagster.rollouts.policy import PREVIOUS_SOLUTION, ModelPolicy, NoopPolicy, OraclePolicy, Policy
 from skill2env_dagster.rollouts.sandbox import SandboxFactory
 from skill2env_dagster.rollouts.settings import AgentLimits, RolloutSettings, solver_endpoint
-from skill2env_dagster.store import atomic_replace_dir
 
 log = logging.getLogger(__name__)
 MAX_ID = 180

@@ -18,13 +18,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from skill2env_dagster.atomic import atomic_write_text
 from skill2env_dagster.export.decontam import TextDoc, check_contamination, load_benchmark_docs
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.models.atif import AtifStep, AtifTrajectory
 from skill2env_dagster.models.export import DecontamConfig
 from skill2env_dagster.models.judge import JudgeScores, JudgeVerdict
 from skill2env_dagster.models.rollout import Rollout, RolloutKind, SolverRollouts
 from skill2env_dagster.models.sft import SftExcluded, SftManifest, SftRow
-from skill2env_dagster.store import atomic_write_text, canonical_json, sha256_bytes
 
 log = logging.getLogger(__name__)
 SFT_FILE = "sft.jsonl"

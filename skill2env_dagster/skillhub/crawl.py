@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.models.skill import Finding, SkillRecord, SkillStatus
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
 from skill2env_dagster.skillhub import screen_cache
@@ -33,7 +34,6 @@ from skill2env_dagster.skillhub.sources.bundle import Bundle, printable_path, re
 from skill2env_dagster.skillhub.sources.discover import FoundSkill, discover_skills
 from skill2env_dagster.skillhub.sources.ids import unique_ids
 from skill2env_dagster.skillhub.sources.resolve import ResolvedSource, resolve_source
-from skill2env_dagster.store import canonical_json, sha256_bytes
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
+from skill2env_dagster.atomic import atomic_write_text
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.models.skill import Finding
 from skill2env_dagster.skillhub.config import CrawlSettings
-from skill2env_dagster.store import atomic_write_text, canonical_json, sha256_bytes
 
 log = logging.getLogger(__name__)
 _FINDINGS = TypeAdapter(list[Finding])

@@ -16,16 +16,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from skill2env_dagster.atomic import atomic_replace_dir, atomic_write_text
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.models.snapshot import SnapshotDiff, SnapshotManifest
 from skill2env_dagster.reasons import ReasonCode, StoreError
 from skill2env_dagster.skillhub.crawl import CrawlResult
-from skill2env_dagster.store import (
-    atomic_replace_dir,
-    atomic_write_text,
-    read_model,
-    write_model,
-)
+from skill2env_dagster.store import read_model, write_model
 
 SKILLS_TABLE = "skills.parquet"
 

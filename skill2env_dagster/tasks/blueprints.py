@@ -17,12 +17,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from skill2env_dagster.catalogue import PatternPool, load_patterns
 from skill2env_dagster.models.axes import AxisSample
 from skill2env_dagster.models.blueprint import AxisRealisation, Challenge, Predicate, TaskBlueprint
 from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.plan import Workflow, WorkflowFocus
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.planning.catalogue import PatternPool, load_patterns
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
 from skill2env_dagster.tasks.compose.docs import SkillText
 from skill2env_dagster.tasks.predicates.compile import Candidate, compile_candidates, families

@@ -14,12 +14,12 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from skill2env_dagster.atomic import atomic_write_bytes
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.models.task import CREATION_ORDER, CreationStep, StepRecord
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
-from skill2env_dagster.store import atomic_write_bytes
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 CHEATS = "solution/cheats"  # where the gates look for creator-authored cheats

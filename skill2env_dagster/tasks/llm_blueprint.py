@@ -17,6 +17,7 @@ from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, Field, StringConstraints, create_model
 
+from skill2env_dagster.catalogue import DifficultyPattern, load_patterns
 from skill2env_dagster.knowledge.source import read_skill_file
 from skill2env_dagster.llm.schema import ReplyModel
 from skill2env_dagster.models.blueprint import (
@@ -31,7 +32,6 @@ from skill2env_dagster.models.blueprint import (
 )
 from skill2env_dagster.models.knowledge import ArtifactRole, SkillKnowledge, SourceRef
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.planning.catalogue import DifficultyPattern, load_patterns
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
 from skill2env_dagster.tasks.generator import CreationContext
 from skill2env_dagster.tasks.llm_replies import Metric

@@ -18,13 +18,14 @@ from typing import Literal, Protocol, TypeVar
 from pydantic import BaseModel
 
 from skill2env_dagster.artifacts import TASK_PROMPTS
+from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.knowledge import extract_knowledge
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import prompt_version, render_messages
 from skill2env_dagster.models.blueprint import TaskBlueprint
 from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.plan import Usage, total_usage
-from skill2env_dagster.reasons import LLMError, ReasonCode, Skill2EnvError
-from skill2env_dagster.store import canonical_json, sha256_bytes
+from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, dockerfile
 from skill2env_dagster.tasks.llm_blueprint import blueprint_inputs, skill_files, to_blueprint

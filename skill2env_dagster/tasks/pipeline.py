@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from skill2env_dagster.gates.reuse import record_creation_gate
 from skill2env_dagster.knowledge import extract_knowledge
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
 from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport, GateVerdict, ShortcutAttempt
 from skill2env_dagster.models.knowledge import SkillKnowledge
@@ -34,7 +35,7 @@ from skill2env_dagster.models.task_toml import (
     TaskToml,
     VerifierTable,
 )
-from skill2env_dagster.reasons import LLM_ENDPOINT_CODES, LLMError, ReasonCode, Skill2EnvError, is_retryable
+from skill2env_dagster.reasons import LLM_ENDPOINT_CODES, ReasonCode, Skill2EnvError, is_retryable
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.builder import TaskBuilder
 from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, TaskGenerator, make_context

@@ -1,6 +1,6 @@
 """Where finished candidates go: retained ones under task_bundles/<skill>/<task>/, rejected ones under
 rejected/<skill>/<task>/ with a rejection.json naming the reason codes and the gate evidence. Both moves are one
-rename (store.atomic_replace_dir), so a crash never leaves a half-published task."""
+rename (atomic.atomic_replace_dir), so a crash never leaves a half-published task."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import shutil
 from pathlib import Path
 
 from skill2env_dagster.artifacts import REJECTED, STAGING, TASKS
+from skill2env_dagster.atomic import atomic_replace_dir, atomic_write_text
 from skill2env_dagster.models.gate import GateReport
-from skill2env_dagster.store import ArtifactStore, atomic_replace_dir, atomic_write_text, check_key
+from skill2env_dagster.store import ArtifactStore, check_key
 
 REJECTION_FILE = "rejection.json"
 

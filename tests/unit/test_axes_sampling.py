@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
+from skill2env_dagster.catalogue import CAPABILITIES, load_axes, load_patterns
 from skill2env_dagster.models.plan import AxisCombo, WorkflowPlanSet
 from skill2env_dagster.planning import coverage_table, derive_seed, plan_offline, sample_axes
 from skill2env_dagster.planning.axes import AXES, stratified_levels
-from skill2env_dagster.planning.catalogue import CAPABILITIES, load_axes, load_patterns
 from tests.unit.test_planning_offline import CSV_SKILL, make_record
 
 

@@ -15,12 +15,12 @@ def _fresh(path: Path) -> versions._Analysis:
 def test_cached_analysis_equals_a_fresh_one_and_damage_or_edits_recompute(tmp_path, monkeypatch):
     monkeypatch.setenv("S2E_CODE_CACHE", str(tmp_path / "cache"))
     module = tmp_path / "mod.py"
-    module.write_text('"""doc"""\nfrom skill2env_dagster.store import sha256_bytes\nfrom . import sibling\n'
+    module.write_text('"""doc"""\nfrom skill2env_dagster.hashing import sha256_bytes\nfrom . import sibling\n'
                       "import skill2env_dagster.reasons\nX = sha256_bytes(b'')\n")
     first = _fresh(module)
     entries = list((tmp_path / "cache").glob("*.json"))
     assert len(entries) == 1
-    assert first.imports == (("skill2env_dagster.store", 0, ("sha256_bytes",)), ("", 1, ("sibling",)),
+    assert first.imports == (("skill2env_dagster.hashing", 0, ("sha256_bytes",)), ("", 1, ("sibling",)),
                              ("skill2env_dagster.reasons", 0, ()))
     assert _fresh(module) == first  # read back from disk
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from skill2env_dagster.catalogue import load_patterns
 from skill2env_dagster.models.axes import AxisSample
 from skill2env_dagster.models.hardening import Revision
 from skill2env_dagster.models.rollout import Rollout, RolloutKind, StopReason, TaskCalibration
 from skill2env_dagster.models.task_toml import TaskToml
-from skill2env_dagster.planning.catalogue import load_patterns
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.hardening import (
     HISTORY_KEY,

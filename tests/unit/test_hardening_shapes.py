@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from skill2env_dagster.planning.catalogue import load_patterns
+from skill2env_dagster.catalogue import load_patterns
 from skill2env_dagster.rollouts.hardening import hardening_patterns, revise_sample
 from skill2env_dagster.tasks.generator import OfflineGenerator, make_context
 from skill2env_dagster.tasks.shapes import SHAPES

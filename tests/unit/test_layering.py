@@ -1,37 +1,58 @@
-"""Domain packages never import Dagster: they stay usable as plain Python and testable without an instance."""
+"""Domain packages never import Dagster: they stay usable as plain Python and testable without an instance.
+
+The rule is written once, as the `domain-without-dagster` import-linter contract in pyproject.toml (checked
+statically by scripts/lint.sh, lazy imports included). This test reads that contract and checks what a static
+graph cannot see: that importing every domain module does not pull Dagster in through a third-party library.
+"""
 
 import pkgutil
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
 import skill2env_dagster
+from skill2env_dagster.versions import DOMAIN
 
-DOMAIN_PACKAGES = ["models", "skillhub", "knowledge", "planning", "llm", "tasks", "gates", "probe", "export",
-                   "rollouts"]
+PACKAGE = skill2env_dagster.__name__
 # Scripts copied into task images and run there (they read container paths at import): not host modules.
-CONTAINER_SIDE = ("skill2env_dagster.tasks.standins.",)
+CONTAINER_SIDE = (f"{PACKAGE}.tasks.standins.",)
 
 
-def _modules() -> list[str]:
-    names = ["skill2env_dagster.store", "skill2env_dagster.reasons"]
-    for pkg in DOMAIN_PACKAGES:
-        path = [f"{skill2env_dagster.__path__[0]}/{pkg}"]
-        names.append(f"skill2env_dagster.{pkg}")
-        names += [m.name for m in pkgutil.walk_packages(path, prefix=f"skill2env_dagster.{pkg}.")
-                  if not m.ispkg and not m.name.startswith(CONTAINER_SIDE)]
+def _contract(repo_root, contract_id: str) -> dict:
+    config = tomllib.loads((repo_root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    return next(c for c in config["contracts"] if c["id"] == contract_id)
+
+
+def _modules(sources: list[str]) -> list[str]:
+    names = []
+    for name in sources:
+        names.append(name)
+        mod = __import__(name, fromlist=["_"])
+        if hasattr(mod, "__path__"):
+            names += [m.name for m in pkgutil.walk_packages(mod.__path__, prefix=f"{name}.")
+                      if not m.ispkg and not m.name.startswith(CONTAINER_SIDE)]
     return names
 
 
-def test_domain_modules_do_not_import_dagster():
+def test_the_dagster_free_domain_is_the_code_versioned_domain(repo_root):
+    """versions.DOMAIN (whose code decides artifact content) and the contract's list are one set of modules."""
+    sources = _contract(repo_root, "domain-without-dagster")["source_modules"]
+    assert sorted(sources) == sorted(f"{PACKAGE}.{d}" for d in DOMAIN)
+
+
+def test_domain_modules_do_not_import_dagster(repo_root):
+    contract = _contract(repo_root, "domain-without-dagster")
+    forbidden = contract["forbidden_modules"]
     code = (
         "import importlib, sys\n"
-        f"mods = {_modules()!r}\n"
+        f"mods = {_modules(contract['source_modules'])!r}\n"
+        f"forbidden = {forbidden!r}\n"
         "bad = []\n"
         "for m in mods:\n"
         "    importlib.import_module(m)\n"
-        "    if 'dagster' in sys.modules:\n"
+        "    if any(f in sys.modules for f in forbidden):\n"
         "        bad.append(m); break\n"
         "print(bad)\n"
     )

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict
 
 from skill2env_dagster.llm import LLMClient, LLMConfig
 from skill2env_dagster.llm.endpoint import forget_endpoints
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.llm.errors import LLMError
+from skill2env_dagster.reasons import ReasonCode
 from tests.support.fake_openai import (
     FakeOpenAI,
     FaultMix,

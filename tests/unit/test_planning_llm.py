@@ -8,11 +8,12 @@ import re
 
 import pytest
 
+from skill2env_dagster.catalogue import load_axes
 from skill2env_dagster.llm import LLMClient, LLMConfig
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.planning import PlanReply, plan_messages, plan_with_llm
-from skill2env_dagster.planning.catalogue import load_axes
 from skill2env_dagster.planning.facts import extract_facts
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from tests.support.fake_openai import FakeOpenAI
 from tests.unit.test_planning_offline import make_record
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.tools import RequestedCall, ToolTurn
 from skill2env_dagster.models.atif import AtifTrajectory
 from skill2env_dagster.models.plan import Usage
 from skill2env_dagster.models.rollout import RolloutKind, StopReason
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.episode import EpisodeSpec, run_episode
 from skill2env_dagster.rollouts.sandbox import CommandResult, SandboxGoneError, Verification
 from skill2env_dagster.rollouts.settings import AgentLimits

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from skill2env_dagster.llm import LLMClient, LLMConfig
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord, SkillStatus
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.skillhub.crawl import crawl_paths
-from skill2env_dagster.skillhub.screen.opinion import (
+from skill2env_dagster.skillhub.opinion import (
     OPINION_RULE,
     OPINION_TEMPLATE,
     OpinionCache,

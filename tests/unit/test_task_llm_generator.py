@@ -15,12 +15,13 @@ from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.gates.static_checks import run_static_checks
 from skill2env_dagster.knowledge import extract_knowledge
 from skill2env_dagster.llm import LLMClient, LLMConfig
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import PACKAGE_PROMPTS
 from skill2env_dagster.models import gate as gate_model
 from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.builder import TaskBuilder
 from skill2env_dagster.tasks.generator import make_context
@@ -357,7 +358,7 @@ def test_the_skill_files_quoted_are_bounded(tmp_path):
 def test_a_hardening_round_requires_its_added_patterns_in_the_blueprint(skill_plans, tmp_path):
     """Model-written tasks take part in hardening: the patterns earlier rounds added are required in the blueprint
     prompt (offered in the reply's enum), and a blueprint that leaves one out says so in its axes."""
-    from skill2env_dagster.planning.catalogue import load_patterns
+    from skill2env_dagster.catalogue import load_patterns
 
     skill, plans, axes = skill_plans
     sample = axes.samples[0]

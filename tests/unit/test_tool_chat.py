@@ -6,8 +6,9 @@ import pytest
 from pydantic import SecretStr
 
 from skill2env_dagster.llm.config import LLMConfig
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.tools import ToolChat
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.tools import tool_specs
 from tests.support.fake_openai import FakeOpenAI, rate_limit, server_error, slow
 

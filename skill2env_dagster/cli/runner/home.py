@@ -14,7 +14,8 @@ from typing import IO
 
 import yaml
 
-from skill2env_dagster.store import atomic_write_text, sha256_bytes
+from skill2env_dagster.atomic import atomic_write_text
+from skill2env_dagster.hashing import sha256_bytes
 
 REPO = Path(__file__).resolve().parents[3]
 # The one local instance config (pools, retries, python logs, telemetry off); a run copies it into its home.

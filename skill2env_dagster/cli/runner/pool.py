@@ -35,6 +35,7 @@ from typing import Any
 from skill2env_dagster.cli.runner.console import LOG_FORMAT
 from skill2env_dagster.cli.runner.home import RunHome
 from skill2env_dagster.cli.runner.interrupts import SigintLatch
+from skill2env_dagster.cli.runner.location import run_defs
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
 from skill2env_dagster.export.funnel import FailedPartition
 from skill2env_dagster.tasks.pipeline import CreationSettings
@@ -75,7 +76,6 @@ def worker_main(init: WorkerInit, tasks: Any, results: Any) -> None:
     import dagster as dg
 
     from skill2env_dagster.cli.runner.partitions import PartitionRunner
-    from skill2env_dagster.cli.runner.session import run_defs
 
     home = RunHome(Path(init.out))
     os.environ.update(home.env())

@@ -31,6 +31,7 @@ from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.freshness import FreshnessScan
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.interrupts import SigintLatch
+from skill2env_dagster.cli.runner.location import run_defs
 from skill2env_dagster.cli.runner.options import RunOptions
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
 from skill2env_dagster.cli.runner.partitions import (
@@ -79,18 +80,6 @@ def _infra(skip_docker_up: bool) -> None:
         if done.returncode != 0:
             raise RunnerError(f"scripts/docker-up.sh failed:\n{done.stderr[-2000:]}")
     ensure_base_images()
-
-
-def run_defs(home: RunHome) -> Any:
-    """The code location's Definitions with this run's store, sources and gate-container label."""
-    from skill2env_dagster.definitions import build_defs
-    from skill2env_dagster.resources.docker import DockerResource
-    from skill2env_dagster.resources.skillhub import SkillHubResource
-    from skill2env_dagster.resources.store import ArtifactStoreResource
-
-    return build_defs({"artifacts": ArtifactStoreResource(root=str(home.artifacts)),
-                       "skillhub": SkillHubResource(sources_file=str(home.sources_file)),
-                       "docker": DockerResource(run_label=home.gate_label)})
 
 
 def _current_skills(store: ArtifactStore) -> dict[str, SkillRecord]:

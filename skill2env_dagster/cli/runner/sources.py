@@ -11,9 +11,9 @@ from pathlib import Path
 
 import yaml
 
+from skill2env_dagster.atomic import atomic_write_text
 from skill2env_dagster.cli.runner.home import RunnerError
 from skill2env_dagster.skillhub.config import CrawlSettings, SourcesConfig, SourceSpec, load_sources_config, source_name
-from skill2env_dagster.store import atomic_write_text
 
 
 def _is_url(text: str) -> bool:

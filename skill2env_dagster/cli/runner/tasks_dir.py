@@ -9,8 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from skill2env_dagster.atomic import atomic_replace_dir
 from skill2env_dagster.gates.reuse import task_digest
-from skill2env_dagster.store import atomic_replace_dir
 
 
 def mirror_tasks(paths: list[str], dest: Path) -> list[str]:

@@ -7,7 +7,7 @@ second opinion). Its weights ship as data (`data/screening_learned.json`, rebuil
 benchmarks/screening_set/train_learned.py), so the crawl needs no scikit-learn model file and no network.
 
 How it combines with the rules (the seventh round's frozen design): the rules stay the first opinion and the
-classifier may only ADD a verdict, never clear one (the LLM second opinion, screen/opinion.py, may clear only with
+classifier may only ADD a verdict, never clear one (the LLM second opinion, skillhub/opinion.py, may clear only with
 a quoted line and only when settings.screen.second_opinion_clears is on). It adds needs_live_service when the
 rules found neither needs_external_account nor needs_live_service (and the stand-in policy did not waive one),
 its probability reaches `threshold`, and a line of SKILL.md that names a remote host, a URL, an account or an

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from skill2env_dagster.models.axes import Capability, Complexity, Expertise, Tone
 from skill2env_dagster.models.labels import check_label
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+DATA_DIR = Path(__file__).resolve().parent / "data"
 AXES_FILE = "axes.yaml"
 PATTERNS_FILE = "difficulty_patterns.yaml"
 CAPABILITIES: tuple[Capability, ...] = get_args(Capability)
