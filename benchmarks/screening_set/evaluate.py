@@ -112,22 +112,20 @@ OPINION_FAILED = "failed"  # the mode key of an item whose call failed (its code
 
 
 def model_opinion(config: LLMConfig, cache_dir: Path | None) -> Callable[[SkillRecord], dict[str, frozenset[str]]]:
-    """A model's second opinion as the snapshot asks it, one call per skill (cached by bundle digest), scored both
-    ways from the same reply: with clearing off the model's `not_needed` answers are recorded as
-    `model_would_clear`, so the clearing verdict is the add-only one without those codes."""
+    """A model's second opinion as the snapshot asks it, one call per skill (cached by bundle digest and prompt),
+    scored both ways from the same reply: asked with clearing on, the add-only verdict is the cleared one plus the
+    codes it cleared (clearing removes nothing else). A failed call scores as the screen alone."""
     client = LLMClient(config)
     version = prompt_version(OPINION_TEMPLATE, config.fingerprint())
     cache = OpinionCache(cache_dir)
 
     def ask(record: SkillRecord) -> dict[str, frozenset[str]]:
-        try:
-            out = second_opinion(record, client, model=config.model, prompt_version=version, cache=cache)
-        except LLMError:
+        out = second_opinion(record, client, model=config.model, prompt_version=version, cache=cache, may_clear=True)
+        op = out.second_opinion
+        if op is None or op.status == "failed":
             return {OPINION_FAILED: codes_of(record)}
-        adds = codes_of(out)
-        would = {d.code.value for d in out.second_opinion.disagreements if d.kind == "model_would_clear"} \
-            if out.second_opinion else set()
-        return {"adds": adds, "adds_and_clears": adds - would}
+        clears = codes_of(out)
+        return {"adds": clears | {c.value for c in op.cleared if c.value in CODES}, "adds_and_clears": clears}
 
     return ask
 

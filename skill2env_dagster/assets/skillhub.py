@@ -181,6 +181,10 @@ def _opinion_metadata(record: SkillRecord) -> dict[str, Any]:
     op = record.second_opinion
     if op is None:
         return {"second_opinion": "none (no model endpoint, or settings.screen.second_opinion is off)"}
+    if op.status == "failed":
+        return {"second_opinion": f"{op.model} failed ({op.failure.value if op.failure else 'unknown'}): the rules' "
+                                  f"verdict stands; asked again on the next materialisation",
+                "second_opinion_failure": op.failure.value if op.failure else "", **usage_metadata(op.usage)}
     rows = "\n".join(f"| {d.code.value} | {d.kind} | {d.detail.replace('|', '/')[:80]} |" for d in op.disagreements)
     table = "| code | kind | detail |\n|---|---|---|\n" + rows if rows else "the model agrees with the rules"
     return {

@@ -70,7 +70,8 @@ class Disagreement(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     code: ReasonCode
-    kind: Literal["rules_only", "model_only", "unverified_evidence", "model_cleared", "model_would_clear"]
+    kind: Literal["rules_only", "model_only", "unverified_evidence", "model_cleared", "model_would_clear",
+                  "kept_unseen"]
     detail: str
 
 
@@ -82,14 +83,20 @@ class SecondOpinion(BaseModel):
     model: str
     prompt_version: str
     cached: bool = Field(description="Answered from the second-opinion cache (same bundle digest and prompt).")
+    status: Literal["answered", "failed"] = Field(default="answered", description="failed: the call failed, timed "
+                                                  "out or answered outside the schema; the rules' verdict stands.")
+    failure: ReasonCode | None = Field(default=None, description="Why the call failed (a reasons.py code).")
     summary: str = ""
     reasons: list[OpinionReason] = Field(default_factory=list, description="The model's verified reasons.")
     added: list[ReasonCode] = Field(default_factory=list, description="Blocking codes only the model found.")
     cleared: list[ReasonCode] = Field(default_factory=list, description="Rule codes the model showed the main "
                                       "workflow does without, removed from the verdict (settings.screen."
                                       "second_opinion_clears; never malicious or harmful).")
-    cleared_findings: list[Finding] = Field(default_factory=list, description="The rules' findings of the cleared "
-                                            "codes, kept here as evidence of what the rules saw.")
+    cleared_findings: list[Finding] = Field(default_factory=list, description="The rules' findings the model "
+                                            "cleared (only on lines it was shown), kept here as evidence of what "
+                                            "the rules saw.")
+    files_shown: list[str] = Field(default_factory=list, description="Files the prompt showed, in its order.")
+    files_left_out: list[str] = Field(default_factory=list, description="Files it did not show, with why.")
     disagreements: list[Disagreement] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage, description="What this opinion cost (a cache hit: one cache_hits, "
                          "no tokens); counted in the run's model usage with the other stages.")

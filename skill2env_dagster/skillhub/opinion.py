@@ -7,7 +7,10 @@ workflow does without one of those codes, again with a verified quote (an option
 to the opinion), otherwise it is only recorded (`model_would_clear`). Keyword rules cannot tell an optional or
 illustrative mention from a requirement, which is most of the eligible skills they screen out; a model can. It
 never clears `malicious` or `harmful` (the wire schema does not allow those codes there, so an injected skill
-cannot talk the model out of a lure), nor a bundle or licence problem. The prompt is a template
+cannot talk the model out of a lure), nor a bundle or licence problem. A clearance removes only the findings on
+lines the model was shown (opinion_view.py decides what it is shown); a finding it did not see stays, with the code,
+and is recorded (`kept_unseen`). A call that fails, times out or answers outside the schema leaves the rules'
+verdict in place, with the reason recorded on the opinion (`status: failed`). The prompt is a template
 (prompts/screen_second_opinion.j2) whose hash, with the model settings, is the opinion's `prompt_version` and part of
 the skillhub_snapshot code version.
 """
@@ -15,6 +18,7 @@ the skillhub_snapshot code version.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar, get_args
@@ -31,14 +35,14 @@ from skill2env_dagster.models.skill import (
     SkillRecord,
     SkillStatus,
 )
-from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.reasons import LLMError, ReasonCode
 from skill2env_dagster.skillhub.crawl import BLOCKING_CODES
+from skill2env_dagster.skillhub.screen.opinion_view import MAX_LEFT_OUT, OpinionView, build_view
 from skill2env_dagster.store import read_model, write_model
 
 OPINION_TEMPLATE = "screen_second_opinion.j2"
 OPINION_RULE = "model.second_opinion"
 MAX_REASONS = 8
-FILE_BUDGET = 40_000  # characters of skill text sent per call (SKILL.md first)
 MIN_QUOTE = 8
 M = TypeVar("M", bound=BaseModel)
 
@@ -106,37 +110,30 @@ class JSONCompleter(Protocol):
     def complete_json(self, messages: list[dict[str, str]], schema: type[M], *, purpose: str) -> tuple[M, Usage]: ...
 
 
-def skill_texts(record: SkillRecord, budget: int = FILE_BUDGET) -> list[tuple[str, str]]:
-    """(relative path, text) of the skill's readable text files, SKILL.md first, within a character budget."""
-    root = Path(record.abs_path)
-    paths = [record.skill_file, *sorted(f.rel_path for f in record.files
-                                        if f.kind == "text" and f.refused is None and f.rel_path != record.skill_file)]
-    out: list[tuple[str, str]] = []
-    left = budget
-    for rel in paths:
-        if left <= 0:
-            break
-        try:
-            text = (root / rel).read_text(encoding="utf-8-sig", errors="replace")
-        except OSError:
-            continue
-        out.append((rel, text[:left]))
-        left -= len(out[-1][1])
-    return out
+def opinion_view(record: SkillRecord) -> OpinionView:
+    """What the model is shown of this skill: its files and the lines the rules flagged for a clearable code."""
+    return build_view(record, CLEARABLE & set(record.reasons))
 
 
-def flagged_lines(record: SkillRecord) -> list[tuple[str, str]]:
-    """(code, `file:line: text`) of each clearable code the rules reached, its first few evidence lines."""
-    out: list[tuple[str, str]] = []
-    for code in sorted(CLEARABLE & set(record.reasons), key=lambda c: c.value):
-        lines = [f"{f.file}:{f.line}: {f.text}" for f in record.findings if f.code == code][:3]
-        out.extend((code.value, line) for line in lines)
-    return out
+def opinion_messages(view: OpinionView) -> list[dict[str, str]]:
+    left = [f"{x.path} ({x.why})" for x in view.left_out]
+    if len(left) > MAX_LEFT_OUT:
+        left = [*left[:MAX_LEFT_OUT], f"... and {len(left) - MAX_LEFT_OUT} more"]
+    return render_messages(OPINION_TEMPLATE, codes=CODE_MEANINGS, max_reasons=MAX_REASONS, files=view.files,
+                           left_out=view.left_out, left_out_text="\n".join(left), notes=view.notes,
+                           flagged=flagged_text(view))
 
 
-def opinion_messages(files: list[tuple[str, str]], flagged: list[tuple[str, str]]) -> list[dict[str, str]]:
-    return render_messages(OPINION_TEMPLATE, codes=CODE_MEANINGS, max_reasons=MAX_REASONS, files=files,
-                           flagged="\n".join(f"{code}: {line}" for code, line in flagged))
+def flagged_text(view: OpinionView) -> str:
+    """Each flagged line as a header of ours, then the skill's line verbatim; flags tied to no line described."""
+    out: list[str] = []
+    for n, f in enumerate(view.flagged, 1):
+        part = " (part of a long line)" if f.partial else ""
+        out += [f"[{n}] {f.file} line {f.line}{part} | flagged: {f.context}", f.text]
+    if view.notes:
+        out.append("Flagged without a line (described, not quotable):")
+        out += [f"- {x.code} in {x.file or 'the skill'}: {x.context}" for x in view.notes]
+    return "\n".join(out)
 
 
 class OpinionCache:
@@ -167,32 +164,46 @@ class OpinionCache:
 
 def second_opinion(record: SkillRecord, client: JSONCompleter, *, model: str, prompt_version: str,
                    cache: OpinionCache, may_clear: bool = False) -> SkillRecord:
-    """The record with the model's opinion merged in; raises LLMError (with its reason) when the call fails.
-    The cache key holds what the rules flagged (the prompt shows it) but not `may_clear`: the reply is the same
-    either way, only what is done with it differs."""
-    files = skill_texts(record)
-    if not files:
+    """The record with the model's opinion merged in. A failed call (LLMError: unreachable, timed out, outside the
+    schema) leaves the rules' verdict, with the failure recorded on the opinion; it is not cached, so the next
+    materialisation asks again. The cache key is the prompt itself (template, model settings, the files and
+    flagged lines shown) but not `may_clear`: the reply is the same either way, only what is done with it differs."""
+    view = opinion_view(record)
+    if not view.files:
         return record
-    flagged = flagged_lines(record)
-    key = f"{prompt_version}|{hashlib.sha256(repr(flagged).encode()).hexdigest()[:16]}"
+    messages = opinion_messages(view)
+    key = f"{prompt_version}|{hashlib.sha256(json.dumps(messages).encode()).hexdigest()[:24]}"
     reply = cache.get(record.bundle_digest, key)
     cached = reply is not None
     usage = Usage(cache_hits=1)
     if reply is None:
-        reply, usage = client.complete_json(opinion_messages(files, flagged), OpinionReply,
-                                            purpose=f"screen:{record.skill_id}")
+        try:
+            reply, usage = client.complete_json(messages, OpinionReply, purpose=f"screen:{record.skill_id}")
+        except LLMError as e:
+            return failed_opinion(record, e, model=model, prompt_version=prompt_version)
         cache.put(record.bundle_digest, key, reply)
-    out = merge_opinion(record, reply, dict(files), model=model, prompt_version=prompt_version, cached=cached,
+    out = merge_opinion(record, reply, view, model=model, prompt_version=prompt_version, cached=cached,
                         may_clear=may_clear)
     if out.second_opinion is not None:
         out.second_opinion.usage = usage
     return out
 
 
-def merge_opinion(record: SkillRecord, reply: OpinionReply, texts: dict[str, str], *, model: str,
+def failed_opinion(record: SkillRecord, err: LLMError, *, model: str, prompt_version: str) -> SkillRecord:
+    """The rules' verdict unchanged, with why the model gave no opinion (and what the failed call spent)."""
+    out = record.model_copy(deep=True)
+    out.second_opinion = SecondOpinion(model=model, prompt_version=prompt_version, cached=False, status="failed",
+                                       failure=err.reason, summary=f"no opinion: {err}"[:400],
+                                       usage=err.usage or Usage(failed_calls=1))
+    return out
+
+
+def merge_opinion(record: SkillRecord, reply: OpinionReply, view: OpinionView, *, model: str,
                   prompt_version: str, cached: bool, may_clear: bool = False) -> SkillRecord:
-    """Add the model's verified blocking reasons; with `may_clear`, remove the clearable rule codes it shows are
-    not needed; record every difference."""
+    """Add the model's verified blocking reasons; with `may_clear`, remove the findings it was shown of each
+    clearable rule code it shows is not needed (the code leaves the verdict when none of its findings is left);
+    record every difference."""
+    texts = view.texts
     verified: list[OpinionReason] = []
     disagreements: list[Disagreement] = []
     for r in reply.reasons:
@@ -207,10 +218,15 @@ def merge_opinion(record: SkillRecord, reply: OpinionReply, texts: dict[str, str
     rule_codes = {c for c in record.reasons if c.value in {code for code, _ in CODE_MEANINGS}}
     added = sorted(model_codes - rule_codes, key=lambda c: c.value)
     not_needed = _not_needed(reply, texts, rule_codes - model_codes, disagreements)
-    cleared = sorted(not_needed, key=lambda c: c.value) if may_clear else []
+    unseen = {code: [f for f in record.findings if f.code == code and not view.seen(f)] for code in not_needed}
+    kind: Literal["model_cleared", "model_would_clear"] = "model_cleared" if may_clear else "model_would_clear"
     for code, where in sorted(not_needed.items(), key=lambda kv: kv[0].value):
-        kind: Literal["model_cleared", "model_would_clear"] = "model_cleared" if may_clear else "model_would_clear"
         disagreements.append(Disagreement(code=code, kind=kind, detail=where[:300]))
+        if unseen[code]:
+            shown = ", ".join(f"{f.file}:{f.line}" for f in unseen[code][:6])
+            disagreements.append(Disagreement(code=code, kind="kept_unseen", detail=(
+                f"{len(unseen[code])} finding(s) on lines the model was not shown stay, and so does the code: "
+                f"{shown}")[:300]))
     for code in sorted(rule_codes - model_codes - set(not_needed), key=lambda c: c.value):
         disagreements.append(Disagreement(code=code, kind="rules_only", detail="the rules found it; the model did "
                                           "not (the rules' verdict stands)"))
@@ -219,18 +235,21 @@ def merge_opinion(record: SkillRecord, reply: OpinionReply, texts: dict[str, str
         disagreements.append(Disagreement(code=code, kind="model_only", detail=f"{first.file}:{first.line}: "
                                           f"{first.evidence}"[:300]))
     out = record.model_copy(deep=True)
+    removed = [f for f in out.findings if f.code in not_needed and view.seen(f)] if may_clear else []
+    cleared = sorted((c for c in not_needed if not unseen[c]), key=lambda c: c.value) if may_clear else []
     out.second_opinion = SecondOpinion(model=model, prompt_version=prompt_version, cached=cached,
                                        summary=reply.summary, reasons=verified, added=added, cleared=cleared,
-                                       cleared_findings=[f for f in out.findings if f.code in cleared],
-                                       disagreements=disagreements)
+                                       cleared_findings=removed, disagreements=disagreements,
+                                       files_shown=[f.path for f in view.files],
+                                       files_left_out=[f"{x.path} ({x.why})" for x in view.left_out][:100])
     if added:
         out.findings = [*out.findings, *[Finding(code=r.code, rule=OPINION_RULE, file=r.file, line=r.line,
                                                  text=r.evidence[:200]) for r in verified if r.code in added]]
         out.reasons = sorted(set(out.reasons) | set(added), key=lambda c: c.value)
         if out.status == SkillStatus.ELIGIBLE:
             out.status = SkillStatus.SCREENED_OUT
-    if cleared:
-        _clear(out, set(cleared))
+    if removed:
+        _clear(out, removed, set(cleared))
     return out
 
 
@@ -252,9 +271,10 @@ def _not_needed(reply: OpinionReply, texts: dict[str, str], clearable: set[Reaso
     return out
 
 
-def _clear(record: SkillRecord, cleared: set[ReasonCode]) -> None:
-    """Remove the cleared codes and their findings; a screened-out skill with no blocking code left is eligible."""
-    record.findings = [f for f in record.findings if f.code not in cleared]
+def _clear(record: SkillRecord, removed: list[Finding], cleared: set[ReasonCode]) -> None:
+    """Remove the findings the model cleared and the codes none of whose findings is left; a screened-out skill
+    with no blocking code left is eligible."""
+    record.findings = [f for f in record.findings if f not in removed]
     record.reasons = [c for c in record.reasons if c not in cleared]
     if record.status == SkillStatus.SCREENED_OUT and not any(c in BLOCKING_CODES for c in record.reasons):
         record.status = SkillStatus.ELIGIBLE

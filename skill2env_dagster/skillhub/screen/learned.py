@@ -130,3 +130,17 @@ def revise(findings: list[Finding], doc: str, body: str, skill_md: str, skill_fi
         return findings
     return [*findings, Finding(code=ReasonCode.NEEDS_LIVE_SERVICE, rule=RULE_ADD, file=skill_file,
                                line=line_of(skill_md, hit[0]), text=f"p={p:.2f}: {hit[0]}"[:200])]
+
+
+_SCORED = re.compile(r"^p=(\d\.\d\d): ")
+
+
+def probability_of(f: Finding) -> float | None:
+    """The classifier's probability an added finding records (None for any other finding)."""
+    m = _SCORED.match(f.text) if f.rule == RULE_ADD else None
+    return float(m.group(1)) if m else None
+
+
+def line_of_evidence(f: Finding) -> str:
+    """A finding's text without the classifier's score: the part that is the skill's own words."""
+    return _SCORED.sub("", f.text) if f.rule == RULE_ADD else f.text
