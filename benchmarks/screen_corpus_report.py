@@ -8,7 +8,16 @@ screen, and the crawl time. Errors are listed by id for the tune half only (unle
 read test errors: rules are kept or dropped on the tune half, the test half is read as aggregates (the set's README >
 Discipline). --round 1-2|3|5|6|7|8|9|10 scores one labelling round, --source owner/name one repository.
 --second-opinion also asks the model endpoint of S2E_LLM_* for its second opinion on each skill and prints the targets
-with it, adding only and adding and clearing.
+with it, adding only and adding and clearing. --sample [SEED] asks it only on the stratified, seeded sample of the
+test half that measures it (screening_set/opinion_sample.py: every eligible skill the screen as shipped screens out,
+every malicious one, seeded draws of true account/live/hardware needs and of eligible skills it passes), prints the
+figures on the sample and as test-half estimates (each skill weighted by its stratum), and never an id; --part k/n
+asks one of n interleaved parts (one relay queue each), --results FILE appends the part's per-skill verdicts (no
+ids) and --aggregate FILE... prints the figures of several parts' results without asking anything:
+
+    .venv/bin/python benchmarks/screen_corpus_report.py --set --second-opinion --sample 28 --part 1/3 \
+        --results /work/relay/opinion-1/results.jsonl
+    .venv/bin/python benchmarks/screen_corpus_report.py --aggregate /work/relay/opinion-*/results.jsonl
 
 Last measured (eighth session, test half of 530, the default crawl: rules + learned opinion; rules alone in brackets):
 credentials or live recall 82.2% (77.7%), goal >= 85; hardware recall 82.6% (82.6%), goal >= 80, met; malicious recall
@@ -50,6 +59,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "screening_set"))
 
+import opinion_sample
 from evaluate import (
     CODES,
     OPINION_FAILED,
@@ -220,6 +230,64 @@ def _print_opinion_targets(items: list[Item], goals: dict[str, str]) -> None:
         print(f"{key:32s} {_fmt(a[0]):>7s} ({a[1]:>7s}) {_fmt(c[0]):>7s} ({c[1]:>7s})   {goal}")
 
 
+def report_sample(seed: int, part: str, results: Path | None, dry_run: bool) -> None:
+    """The second opinion on the measurement sample (module docstring); only aggregates are printed."""
+    items = load_items("test")
+    absent = missing_mirrors(items)
+    if absent:
+        raise SystemExit(f"no local mirror for {', '.join(absent)} under $S2E_MIRROR_DIR (default /work/.mirror)")
+    settings = CrawlSettings()  # the screen as shipped: rules + learned opinion
+    screen_items(items, settings)
+    sample = opinion_sample.draw(items, seed)
+    k, n = (int(x) for x in part.split("/"))
+    mine = opinion_sample.part(sample, k, n)
+    sizes = Counter(d.stratum for d in sample)
+    print(f"sample (seed {seed}, digest {opinion_sample.digest(sample)}): {len(sample)} of {len(items)} test-half "
+          f"skills: {dict(sizes)}; part {part}: {len(mine)}")
+    for name, _, _ in opinion_sample.STRATA:
+        w = next((d.weight for d in sample if d.stratum == name), 0.0)
+        print(f"  {name:24s} drawn {sizes[name]:3d}, weight {w:.2f} (population {round(w * sizes[name])})")
+    if dry_run:
+        chars: list[int] = []
+        screen_items([d.item for d in mine], settings, lambda rec: _prompt_size(rec, chars))
+        print(f"prompt characters per request: median {sorted(chars)[len(chars) // 2]}, max {max(chars)}, "
+              f"total {sum(chars)}")
+        return
+    config = from_env()
+    if config.offline:
+        raise SystemExit("--sample needs a model endpoint: set S2E_LLM_BASE_URL and S2E_LLM_MODEL")
+    opinion = model_opinion(config, Path(config.cache_dir) / "second_opinion" if config.cache_dir else None)
+    t0 = time.perf_counter()
+    screen_items([d.item for d in mine], settings, opinion)
+    print(f"asked {len(mine)} skills in {time.perf_counter() - t0:.0f} s")
+    if results is not None:
+        opinion_sample.write_results(results, mine, entry_ids=False)
+    print_sample_figures([opinion_sample.result_of(d) for d in mine])
+
+
+def _prompt_size(record, chars: list[int]) -> dict:
+    from skill2env_dagster.skillhub.screen.opinion import opinion_messages, opinion_view
+
+    chars.append(sum(len(m["content"]) for m in opinion_messages(opinion_view(record))))
+    return {}
+
+
+def print_sample_figures(results: list[opinion_sample.Result]) -> None:
+    """Per stratum what the opinion changed; the targets on the sample and as test-half estimates."""
+    print(f"\n{'stratum':24s} drawn failed cleared newly_out changed")
+    for name, row in opinion_sample.strata_summary(results).items():
+        print(f"{name:24s} {row['drawn']:5d} {row['failed']:6d} {row['cleared']:7d} {row['newly_screened_out']:9d} "
+              f"{row['codes_changed']:7d}")
+    for weighted in (False, True):
+        title = "test-half estimate (weighted by stratum)" if weighted else "on the sample"
+        print(f"\n{title}:\n{'target':32s} {'screen':>17s} {'adds':>17s} {'adds + clears':>17s}")
+        for key, row in opinion_sample.figures(results, weighted).items():
+            print(f"{key:32s} " + " ".join(f"{_fmt(row[v][0]):>7s} ({row[v][1]:>7s})"
+                                           for v in opinion_sample.VERDICTS))
+    for verdict, changes in opinion_sample.code_changes(results).items():
+        print(f"codes changed ({verdict}): {dict(changes.most_common()) or 'none'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", action="store_true", help="score the labelled development set instead of the corpus")
@@ -235,10 +303,25 @@ def main() -> None:
                     help="with --set: also ask the model endpoint of S2E_LLM_* for its second opinion on each skill "
                          "(one cached call per skill) and print the targets with it, adding only and adding and "
                          "clearing (settings.screen.second_opinion_clears)")
+    ap.add_argument("--sample", type=int, nargs="?", const=opinion_sample.DEFAULT_SEED, default=None, metavar="SEED",
+                    help="with --set --second-opinion: only the stratified seeded sample of the test half "
+                         f"(screening_set/opinion_sample.py; default seed {opinion_sample.DEFAULT_SEED})")
+    ap.add_argument("--part", default="1/1", metavar="K/N", help="with --sample: the k-th of n interleaved parts")
+    ap.add_argument("--results", type=Path, help="with --sample: append the part's per-skill verdicts (no ids)")
+    ap.add_argument("--dry-run", action="store_true", help="with --sample: sizes and prompt lengths, no model call")
+    ap.add_argument("--aggregate", type=Path, nargs="+", metavar="FILE", help="print the figures of --results files")
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     ap.add_argument("--show", action="append", default=[], help="print findings of this code")
     ap.add_argument("--list-held-out", action="store_true", help="also list skill ids behind held-out errors")
     args = ap.parse_args()
+    if args.aggregate:
+        results = opinion_sample.read_results(args.aggregate)
+        print(f"{len(results)} skills from {len(args.aggregate)} results files")
+        print_sample_figures(results)
+        return
+    if args.set and args.sample is not None:
+        report_sample(args.sample, args.part, args.results, args.dry_run)
+        return
     if args.set:
         report_set(args.half, list_errors=args.half == "tune" or args.list_test, source=args.source,
                    rounds=args.rounds, learned_on=args.learned, ask_model=args.second_opinion)

@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -157,3 +158,40 @@ def test_target_intervals_resample_whole_groups_and_repeat_exactly():
     assert spans["eligible_wrongly_screened_out"] == (0.0, 0.0)
     assert spans["hardware_recall"] is None  # no hardware skill at all
     assert evaluate.target_intervals(items) == spans
+
+
+def test_the_opinion_sample_is_stratified_seeded_and_weighted(tmp_path):
+    """issue 28's measurement sample: every eligible skill the screen screens out and every malicious one, seeded
+    draws of the needs and of the eligible skills it passes; the same seed gives the same sample; weighted figures
+    estimate the whole half (here exactly, since the opinion changes nothing); results carry no id."""
+    _module("evaluate")
+    sample_mod = _module("opinion_sample")
+    evaluate = sys.modules["evaluate"]
+    record = SimpleNamespace(body="a readable SKILL.md")
+
+    def item(n: int, labels: set[str], got: set[str]) -> object:
+        return evaluate.Item(f"x@c:s{n}", "x", "c", f"s{n}", "random", "test", frozenset(labels), "", 1, "",
+                             got=frozenset(got), record=record)
+
+    items = ([item(n, set(), {"needs_live_service"}) for n in range(5)]
+             + [item(100 + n, {"needs_live_service"}, {"needs_live_service"} if n % 4 else set()) for n in range(80)]
+             + [item(200 + n, {"malicious"}, {"malicious"}) for n in range(3)]
+             + [item(300 + n, set(), set()) for n in range(40)])
+    sample = sample_mod.draw(items, seed=7)
+    assert sample_mod.digest(sample) == sample_mod.digest(sample_mod.draw(items, seed=7))
+    assert sample_mod.digest(sample) != sample_mod.digest(sample_mod.draw(items, seed=8))
+    sizes = Counter(d.stratum for d in sample)
+    assert sizes == {"eligible_screened_out": 5, "needs": sample_mod.NEEDS, "malicious": 3,
+                     "eligible_passed": sample_mod.PASSED}
+    weight = {d.stratum: d.weight for d in sample}
+    assert weight["needs"] == 80 / sample_mod.NEEDS and weight["eligible_passed"] == 40 / sample_mod.PASSED
+    parts = [sample_mod.part(sample, k, 3) for k in (1, 2, 3)]
+    assert sorted(d.item.id for p in parts for d in p) == sorted(d.item.id for d in sample)
+    path = tmp_path / "results.jsonl"
+    sample_mod.write_results(path, sample, entry_ids=False)
+    assert "x@c:" not in path.read_text()
+    results = sample_mod.read_results([path])
+    est = sample_mod.figures(results, weighted=True)["eligible_wrongly_screened_out"]["screen"][0]
+    assert est == pytest.approx(5 / 45)  # the whole half's rate, from a sample drawn for being screened out
+    raw = sample_mod.figures(results, weighted=False)["eligible_wrongly_screened_out"]["screen"]
+    assert raw == (5 / (5 + sample_mod.PASSED), f"5/{5 + sample_mod.PASSED}")
