@@ -266,7 +266,7 @@ def report_sample(seed: int, part: str, results: Path | None, dry_run: bool) -> 
 
 
 def _prompt_size(record, chars: list[int]) -> dict:
-    from skill2env_dagster.skillhub.screen.opinion import opinion_messages, opinion_view
+    from skill2env_dagster.skillhub.opinion import opinion_messages, opinion_view
 
     chars.append(sum(len(m["content"]) for m in opinion_messages(opinion_view(record))))
     return {}

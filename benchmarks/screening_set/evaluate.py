@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from mirror import SKILL_FILES, Mirror
 
 from skill2env_dagster.llm import LLMClient, LLMConfig
-from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.skillhub.config import CrawlSettings

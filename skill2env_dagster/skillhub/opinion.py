@@ -25,6 +25,7 @@ from typing import Literal, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import render_messages
 from skill2env_dagster.models.plan import Usage
 from skill2env_dagster.models.skill import (
@@ -35,9 +36,9 @@ from skill2env_dagster.models.skill import (
     SkillRecord,
     SkillStatus,
 )
-from skill2env_dagster.reasons import LLMError, ReasonCode
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.skillhub.crawl import BLOCKING_CODES
-from skill2env_dagster.skillhub.screen.opinion_view import MAX_LEFT_OUT, OpinionView, build_view
+from skill2env_dagster.skillhub.opinion_view import MAX_LEFT_OUT, OpinionView, build_view
 from skill2env_dagster.store import read_model, write_model
 
 OPINION_TEMPLATE = "screen_second_opinion.j2"

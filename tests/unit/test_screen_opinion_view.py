@@ -8,11 +8,11 @@ from pathlib import Path
 
 from skill2env_dagster.models.skill import Finding, SkillRecord
 from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.skillhub import opinion_view
 from skill2env_dagster.skillhub.crawl import crawl_paths
-from skill2env_dagster.skillhub.screen import opinion_view
+from skill2env_dagster.skillhub.opinion import flagged_text, opinion_messages
+from skill2env_dagster.skillhub.opinion import opinion_view as view_of
 from skill2env_dagster.skillhub.screen.learned import RULE_ADD
-from skill2env_dagster.skillhub.screen.opinion import flagged_text, opinion_messages
-from skill2env_dagster.skillhub.screen.opinion import opinion_view as view_of
 
 SKILL = """---
 name: wa-notes

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from skill2env_dagster.llm import LLMClient, LLMConfig
-from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord, SkillStatus
 from skill2env_dagster.reasons import ReasonCode
@@ -254,7 +253,7 @@ def test_a_clearance_removes_only_findings_on_lines_the_model_was_shown(tmp_path
     """A flagged line the prompt could not show (here: the flagged list holds one line, and the other is in a file
     cut by the budget) keeps its finding and the code: the verdict stands, and the kept finding is recorded."""
     from skill2env_dagster.models.skill import Finding
-    from skill2env_dagster.skillhub.screen import opinion_view
+    from skill2env_dagster.skillhub import opinion_view
 
     monkeypatch.setattr(opinion_view, "MAX_FLAGGED", 1)
     monkeypatch.setattr(opinion_view, "FILE_BUDGET", 2_000)
