@@ -1,10 +1,21 @@
 """SkillHub stage: the crawl (unpartitioned), the raw SKILL.md lineage root, and the per-skill snapshot."""
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pyarrow.parquet as pq
+from dagster._core.definitions.data_version import (  # the provenance tags a materialization carries (no public API)
+    CODE_VERSION_TAG,
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DATA_VERSION_TAG,
+    DEFAULT_DATA_VERSION,
+    NULL_EVENT_POINTER,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
+from dagster._core.events import DagsterEventType
 
 from skill2env_dagster.artifacts import CRAWL, RAW_SKILL_MD, SKILLS_PARTITION, SNAPSHOT
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions, stage_run, usage_metadata
@@ -141,6 +152,9 @@ def provenance_metadata(r: SkillRecord) -> dict[str, str | dg.MetadataValue]:
     }
 
 
+SNAPSHOT_BATCH = 100  # partitions per snapshot run in a backfill, a sensor's batch or `skill2env run`
+
+
 @dg.asset(
     name=SNAPSHOT.name,
     partitions_def=skills_partitions,
@@ -149,26 +163,80 @@ def provenance_metadata(r: SkillRecord) -> dict[str, str | dg.MetadataValue]:
     kinds={"python", "json"},
     owners=OWNERS,
     code_version=asset_code_version(SNAPSHOT),
+    backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=SNAPSHOT_BATCH),
+    output_required=False,
 )
 def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource,
-                      skillhub: SkillHubResource, llm: LLMResource) -> dg.MaterializeResult:
+                      skillhub: SkillHubResource, llm: LLMResource) -> Iterator[dg.MaterializeResult]:
     """One skill's record from the latest crawl: parsed frontmatter, files, verdict with evidence, duplicate status,
     and - when a model endpoint is configured and the sources' `settings.screen.second_opinion` is on - the model's
     second opinion (it may add a blocking reason with a verified quote; with `second_opinion_clears` on it may also
     clear a needs_* code with one, never malicious or harmful; disagreements are in the metadata).
 
-    One partition per run on purpose: Dagster 1.13 records a single shared input provenance for a multi-partition
-    run, which would break the per-skill staleness this pipeline relies on (docs/design.md › Design decisions)."""
+    Cheap per skill, so a backfill runs up to SNAPSHOT_BATCH partitions per run (a screened-out skill costs its
+    share of one run, not a run of its own). Dagster 1.13 gives every partition of a multi-partition run the same
+    data version and input provenance, which would break per-skill staleness; so a batch run records one
+    materialization per partition itself, with that partition's own data version and the raw_skill_md event it
+    read (`batch_materialization`), and yields no output. A one-partition run returns its result as usual."""
     store = artifacts.store()
-    key = context.partition_key
-    record = load_record(latest_snapshot_dir(store.dir(CRAWL)), key)
+    snap_dir = latest_snapshot_dir(store.dir(CRAWL))
     screen = skillhub.load().settings.screen
+    keys = context.partition_keys
+    if len(keys) == 1:
+        record = _snapshot_one(store, snap_dir, keys[0], screen, llm)
+        context.log.info("skill=%s status=%s reasons=%s", keys[0], record.status.value,
+                         [c.value for c in record.reasons])
+        yield _snapshot_result(record)
+        return
+    inputs = raw_inputs(context.instance, keys)
+    code = context.assets_def.code_versions_by_key[context.asset_key] or context.run_id
+    for key in keys:
+        result = _snapshot_result(_snapshot_one(store, snap_dir, key, screen, llm))
+        context.log_event(batch_materialization(key, result, code, inputs.get(key)))
+    context.log.info("snapshot batch: %d partitions, %s .. %s", len(keys), keys[0], keys[-1])
+
+
+def _snapshot_one(store: ArtifactStore, snap_dir: Path, key: str, screen: Any, llm: LLMResource) -> SkillRecord:
+    record = load_record(snap_dir, key)
     if not llm.offline and screen.second_opinion:
         with stage_run(store, SNAPSHOT, key, "llm", llm.model):
             record = _with_second_opinion(record, llm, screen.second_opinion_clears)
     store.save(SNAPSHOT, key, record)
-    context.log.info("skill=%s status=%s reasons=%s", key, record.status.value, [c.value for c in record.reasons])
-    return _snapshot_result(record)
+    return record
+
+
+def raw_inputs(instance: dg.DagsterInstance, keys: list[str]) -> dict[str, tuple[int, str]]:
+    """partition -> (storage id, data version) of its latest raw_skill_md observation: what Dagster records as a
+    one-partition run's input provenance, read for a whole batch in two queries."""
+    asset = dg.AssetKey(RAW_SKILL_MD.name)
+    ids = instance.event_log_storage.get_latest_storage_id_by_partition(
+        asset, DagsterEventType.ASSET_OBSERVATION, partitions=set(keys))
+    out: dict[str, tuple[int, str]] = {}
+    wanted = sorted(ids.values())
+    for i in range(0, len(wanted), 500):
+        chunk = wanted[i:i + 500]
+        for r in instance.fetch_observations(dg.AssetRecordsFilter(asset_key=asset, storage_ids=chunk),
+                                             limit=len(chunk)).records:
+            obs = r.asset_observation
+            if r.partition_key is not None and obs is not None:
+                out[r.partition_key] = (r.storage_id, obs.tags.get(DATA_VERSION_TAG, DEFAULT_DATA_VERSION.value))
+    return out
+
+
+def batch_materialization(key: str, result: dg.MaterializeResult, code_version: str,
+                          raw: tuple[int, str] | None) -> dg.AssetMaterialization:
+    """The materialization Dagster would have recorded for this partition alone: its data version, the asset's
+    code version and the raw_skill_md event (pointer and data version) it was computed from."""
+    raw_key = dg.AssetKey(RAW_SKILL_MD.name)
+    assert result.data_version is not None
+    tags = {
+        CODE_VERSION_TAG: code_version,
+        get_input_data_version_tag(raw_key): raw[1] if raw else DEFAULT_DATA_VERSION.value,
+        get_input_event_pointer_tag(raw_key): str(raw[0]) if raw else NULL_EVENT_POINTER,
+        DATA_VERSION_TAG: result.data_version.value,
+        DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
+    }
+    return dg.AssetMaterialization(SNAPSHOT.name, partition=key, metadata=result.metadata, tags=tags)
 
 
 def _with_second_opinion(record: SkillRecord, llm: LLMResource, may_clear: bool) -> SkillRecord:

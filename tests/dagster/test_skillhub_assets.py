@@ -258,3 +258,41 @@ def test_a_failed_second_opinion_leaves_the_rules_verdict_with_its_reason(setup,
         _snapshot(with_model, instance, "t__csv-cleaner")
         assert srv.count == 2
     assert store.load(SNAPSHOT, "t__csv-cleaner").second_opinion.status == "answered"
+
+
+def test_a_batch_run_records_each_partitions_own_provenance(setup):
+    """Many partitions in one snapshot run (the backfill policy's batch): one materialization per partition with
+    its own data version and raw_skill_md input, so per-skill staleness holds exactly as with one run each."""
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG, get_input_data_version_tag
+    from dagster._core.events import DagsterEventType
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+    from skill2env_dagster.skillhub.snapshot import record_fingerprint
+
+    hub, resources, instance = setup
+    _crawl(resources, instance)
+    keys = instance.get_dynamic_partitions("skills")
+    job = build_defs(resources).resolve_job_def("skill_snapshot_refresh")
+    res = job.execute_in_process(instance=instance, tags={ASSET_PARTITION_RANGE_START_TAG: keys[0],
+                                                          ASSET_PARTITION_RANGE_END_TAG: keys[-1]})
+    assert res.success
+    mats = [e.event_specific_data.materialization for e in res.all_events
+            if e.event_type is DagsterEventType.ASSET_MATERIALIZATION]
+    assert sorted(m.partition for m in mats) == sorted(keys)  # exactly one each, none from the output
+    store = resources["artifacts"].store()
+    raw = {r.partition_key: r.asset_observation.tags["dagster/data_version"]
+           for r in instance.fetch_observations(dg.AssetKey("raw_skill_md"), limit=10).records}
+    for m in mats:
+        assert m.tags[DATA_VERSION_TAG] == record_fingerprint(store.load(SNAPSHOT, m.partition))
+        assert m.tags[get_input_data_version_tag(dg.AssetKey("raw_skill_md"))] == raw[m.partition]
+    assert len({m.tags[DATA_VERSION_TAG] for m in mats}) == len(keys)
+    assert {_stale(instance, resources, k) for k in keys} == {StaleStatus.FRESH}
+
+    write_skill(hub, "log-counter", body="Count status codes differently now, with `cut -d' ' -f9`.")
+    _crawl(resources, instance)
+    assert {k: _stale(instance, resources, k) for k in keys} == {
+        k: StaleStatus.STALE if k == "t__log-counter" else StaleStatus.FRESH for k in keys}
+    one = _snapshot(resources, instance, "t__log-counter")  # a one-partition run agrees with the batch's rules
+    assert one.asset_materializations_for_node("skillhub_snapshot")[0].tags[DATA_VERSION_TAG] == record_fingerprint(
+        store.load(SNAPSHOT, "t__log-counter"))
+    assert {_stale(instance, resources, k) for k in keys} == {StaleStatus.FRESH}

@@ -7,11 +7,12 @@ asset, the latest materialisation of every partition (one query for their ids, t
 each parent the id of its latest event — and applies the resolver's own rules conservatively:
 
 - a partition's asset is fresh when its latest materialisation carries the asset's current code version, its
-  recorded inputs are exactly the asset's parents, and no parent has an event newer than the one recorded as its
-  input (a newer event may still carry the same data version — a re-run with identical output — which the
-  resolver compares record by record: such partitions are left to it);
+  recorded inputs are exactly the asset's parents, and each parent's latest event is the one recorded as its
+  input or carries the same data version (a re-run with identical output, a re-crawl at a new commit of an
+  unchanged skill: the resolver compares the same two data versions);
 - a missing asset is fine only where the runner would not run it anyway (an ineligible skill's downstream);
-- `task_bundles` must also have been made with this run's creation settings.
+- `task_bundles` must also have been made with this run's creation settings (when settings are given: the
+  change sensor has none, any settings will do).
 
 Only partitions that pass for every asset skip the resolver. A partition whose assets are each either provably
 fresh or missing gets a plan (run the missing ones the runner needs) without asking the resolver — the usual
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.data_version import extract_data_provenance_from_entry
+from dagster._core.definitions.data_version import extract_data_provenance_from_entry, extract_data_version_from_entry
 from dagster._core.events import DagsterEventType
 
 from skill2env_dagster.artifacts import SNAPSHOT, TASKS
@@ -39,14 +40,14 @@ def _latest_ids(instance: dg.DagsterInstance, key: dg.AssetKey, external: bool) 
     return instance.event_log_storage.get_latest_storage_id_by_partition(key, kind)
 
 
-def _latest_records(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, Any]:
-    """partition -> its latest materialisation record."""
-    ids = sorted(_latest_ids(instance, key, external=False).values())
+def _latest_records(instance: dg.DagsterInstance, key: dg.AssetKey, external: bool = False) -> dict[str, Any]:
+    """partition -> its latest materialisation record (observation record for an external asset)."""
+    ids = sorted(_latest_ids(instance, key, external).values())
+    fetch = instance.fetch_observations if external else instance.fetch_materializations
     out: dict[str, Any] = {}
     for i in range(0, len(ids), CHUNK):
         chunk = ids[i:i + CHUNK]
-        records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, storage_ids=chunk),
-                                                  limit=len(chunk)).records
+        records = fetch(dg.AssetRecordsFilter(asset_key=key, storage_ids=chunk), limit=len(chunk)).records
         out.update({r.partition_key: r for r in records if r.partition_key is not None})
     return out
 
@@ -55,11 +56,17 @@ class FreshnessScan:
     """Loads the provenance of every partition of the chain once; `fresh(key, eligible)` then costs nothing."""
 
     def __init__(self, instance: dg.DagsterInstance, graph: Any, chain: list[dg.AssetKey],
-                 settings: Mapping[str, Any], settings_key: str) -> None:
-        self.graph, self.chain, self.settings, self.settings_key = graph, chain, dict(settings), settings_key
+                 settings: Mapping[str, Any] | None, settings_key: str) -> None:
+        self.instance, self.graph, self.chain = instance, graph, chain
+        self.settings, self.settings_key = (None if settings is None else dict(settings)), settings_key
         self.records = {a: _latest_records(instance, a) for a in chain}
         parents = {p for a in chain for p in graph.get(a).parent_keys}
         self.parent_ids = {p: _latest_ids(instance, p, graph.get(p).is_external) for p in parents}
+        self.external: dict[dg.AssetKey, dict[str, Any]] = {}  # latest observations, read when first needed
+
+    def needs(self, asset: dg.AssetKey, key: str) -> bool:
+        """This one asset of the partition is missing or not provably fresh (e.g. the snapshot, to batch it)."""
+        return self.records[asset].get(key) is None or not self._asset_fresh(asset, key, eligible=False)
 
     def plan(self, key: str, eligible: bool) -> Plan | None:
         """The partition's first selection when every asset is provably fresh or missing; None: ask Dagster."""
@@ -81,16 +88,29 @@ class FreshnessScan:
             return False
         if set(prov.input_data_versions) != parents or set(prov.input_storage_ids) != parents:
             return False
-        if not all(self._input_current(key, p, prov.input_storage_ids[p]) for p in parents):
+        if not all(self._input_current(key, p, prov.input_storage_ids[p], prov.input_data_versions[p])
+                   for p in parents):
             return False
         return not (eligible and asset.path[-1] == TASKS.name and not self._same_settings(record))
 
-    def _input_current(self, key: str, parent: dg.AssetKey, pointer: int | None) -> bool:
-        """No parent event after the one consumed (the resolver's own cursor comparison)."""
+    def _input_current(self, key: str, parent: dg.AssetKey, pointer: int | None, consumed: Any) -> bool:
+        """No parent event after the one consumed, or the latest one has the consumed data version (the
+        resolver's own two comparisons)."""
         latest = self.parent_ids[parent].get(key)
-        return latest is None or (pointer is not None and latest <= pointer)
+        if latest is None or (pointer is not None and latest <= pointer):
+            return True
+        return pointer is not None and self._latest_data_version(parent, key) == consumed
+
+    def _latest_data_version(self, parent: dg.AssetKey, key: str) -> Any:
+        if parent in self.records:
+            record = self.records[parent].get(key)
+        else:
+            if parent not in self.external:
+                self.external[parent] = _latest_records(self.instance, parent, self.graph.get(parent).is_external)
+            record = self.external[parent].get(key)
+        return None if record is None else extract_data_version_from_entry(record.event_log_entry)
 
     def _same_settings(self, record: Any) -> bool:
         mat = record.asset_materialization
         value = mat.metadata.get(self.settings_key) if mat else None
-        return value is None or value.value == self.settings
+        return self.settings is None or value is None or value.value == self.settings

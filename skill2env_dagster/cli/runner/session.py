@@ -26,6 +26,7 @@ from skill2env_dagster.artifacts import (
     ROLLOUTS_JOB,
     SKILLS_PARTITION,
     SNAPSHOT,
+    SNAPSHOT_JOB,
 )
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.freshness import FreshnessScan
@@ -63,6 +64,7 @@ from skill2env_dagster.export.funnel import (
 from skill2env_dagster.export.run import CURRENT_EXPORT
 from skill2env_dagster.llm.config import from_env as llm_config
 from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.skillhub.batches import contiguous_batches
 from skill2env_dagster.skillhub.config import CrawlSettings, SourcesConfig
 from skill2env_dagster.skillhub.snapshot import latest_snapshot_dir, load_manifest, load_record
 from skill2env_dagster.store import ArtifactStore
@@ -105,6 +107,8 @@ class Session:
     generator: str = ""
     rollout_failures: list[FailedPartition] = field(default_factory=list)
     latch: SigintLatch = field(default_factory=SigintLatch)
+    batched: set[str] = field(default_factory=set)  # partitions whose snapshot a batch run made in this session
+    batch_runs: int = 0
 
     def __post_init__(self) -> None:
         self.home = RunHome(self.options.out.resolve())
@@ -150,6 +154,9 @@ class Session:
                 skills = _current_skills(store)
                 work = self._partitions(instance, skills)
                 log.info("partitions in scope: %d (%d eligible)", len(work), sum(e for _, e in work))
+                home.mark_phase("snapshots")
+                self._snapshot_batches(defs, instance, [k for k, _ in work])
+                home.mark_phase("partitions")
                 outcomes = self._run_all(defs, instance, store, work, pool)
             finally:
                 if pool is not None:
@@ -157,6 +164,7 @@ class Session:
             log.info("partitions done: %s", {s: sum(o.status == s for o in outcomes) for s in
                                              ("ran", "up_to_date", "failed", "interrupted")})
             done = summarise(outcomes, self.options.workers)
+            done.runs += self.batch_runs
             keys = [k for k, _ in work]
             home.mark_phase("rollouts")
             rollouts = self._rollouts(defs, instance, store, keys)
@@ -198,16 +206,43 @@ class Session:
                  len(fresh), len(work), sum(p is not None for _, _, p in todo), sum(p is None for _, _, p in todo))
         if todo:
             warm_analytics_imports()
-        self.home.mark_phase("partitions")
         try:
             rest = pool.outcomes(todo) if pool is not None else self._in_process(defs, instance, todo)
-            return list(self._progress(store, len(work), _fresh_then(fresh, rest)))
+            return list(self._progress(store, len(work), _fresh_then(fresh, rest, self.batched)))
         except BaseException:
             self.view.say("stopping: letting the runs in flight clean up (gate containers, pool slots)…")
             if pool is not None:
                 pool.interrupt()
             recover(instance, self.home, self.session_id)
             raise
+
+    def _snapshot_batches(self, defs: Any, instance: Any, keys: list[str]) -> None:
+        """Every snapshot in scope that is missing or not provably fresh, in runs of up to SNAPSHOT_BATCH
+        consecutive partitions (the asset records each partition's own provenance): a screened-out, duplicate or
+        invalid skill needs nothing else, so it costs a share of one run instead of a run of its own. A batch that
+        fails leaves its partitions to the per-partition phase, which then says which one failed and why."""
+        import dagster as dg
+        from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+        from skill2env_dagster.assets.skillhub import SNAPSHOT_BATCH
+
+        snapshot = dg.AssetKey(SNAPSHOT.name)
+        scan = FreshnessScan(instance, defs.resolve_asset_graph(), [snapshot], None, CREATION_SETTINGS_METADATA)
+        needed = {k for k in keys if scan.needs(snapshot, k)}
+        batches = contiguous_batches(instance.get_dynamic_partitions(SKILLS_PARTITION), needed, SNAPSHOT_BATCH)
+        if batches:
+            self.view.say(f"snapshots: {len(needed)} skills in {len(batches)} runs…")
+        job = defs.resolve_job_def(SNAPSHOT_JOB)
+        for batch in batches:
+            result = job.execute_in_process(instance=instance, raise_on_error=False, tags={
+                **self.tags, ASSET_PARTITION_RANGE_START_TAG: batch.first, ASSET_PARTITION_RANGE_END_TAG: batch.last})
+            self.batch_runs += 1
+            self._check_interrupt(result)
+            if result.success:
+                self.batched.update(batch.keys)
+            else:
+                log.warning("snapshot batch %s..%s failed; its partitions run one by one", batch.first, batch.last)
+        log.info("snapshot batches: %d partitions in %d runs", len(needed), len(batches))
 
     def _crawl(self, defs: Any, instance: Any) -> None:
         self.view.say("crawling the sources…")
@@ -310,11 +345,16 @@ class Session:
         return funnel
 
 
-def _fresh_then(fresh: list[str], rest: Generator[PartitionOutcome, None, None]
+def _fresh_then(fresh: list[str], rest: Generator[PartitionOutcome, None, None], batched: set[str]
                 ) -> Generator[PartitionOutcome, None, None]:
+    """Fresh partitions first: those whose snapshot a batch run just made ran (in that batch), the rest were up to
+    date already."""
     with contextlib.closing(rest):
         for key in fresh:
-            yield PartitionOutcome(key=key, status="up_to_date")
+            if key in batched:
+                yield PartitionOutcome(key=key, status="ran", materialized=[SNAPSHOT.name])
+            else:
+                yield PartitionOutcome(key=key, status="up_to_date")
         yield from rest
 
 
