@@ -2,17 +2,21 @@
 
 Families, and how a mutant's reward is judged (`judge`):
 
-- trivial — `empty` (every output emptied), `header_only` (data and text cut to their header, or to their first
-  record when that keeps at most a third of the records; everything else emptied), `junk` (same-shaped junk:
-  structure, keys and line count kept, every value replaced), `superset` (the Oracle's records plus three times
-  as many junk records in list outputs, everything else emptied: the "list everything" shortcut). A mean reward
-  above the threshold is `shortcut_passed`.
+- trivial — what a no-work output looks like, so each changes *every* output at once and every list inside each
+  (a JSON/YAML answer with five sections gets all five cut, not one): `empty` (every output emptied),
+  `header_only` (every list cut to its header, or to its first record when that keeps at most a quarter of it;
+  in a JSON/YAML document every other value blanked to 0/""/false with its key kept; a file where nothing is
+  kept, code and binaries emptied), `junk` (same-shaped junk: structure, keys and line count kept, every value
+  replaced), `superset` (every list keeps the Oracle's records plus three times as many junk records, every other
+  value and output emptied: the "list everything" shortcut). A mean reward above the threshold is
+  `shortcut_passed`.
 - destructive — `drop_half`, `perturb_numbers`, `swap_values[i]` (field i rotated across the records; the group
   rejects only when every field's rotation goes unnoticed), `delete_file` (the largest file of a produced
-  tree); in a file the Oracle modified, only the records it wrote change. Applied to one output unit
-  at a time; scoring at least the Oracle's reward on every metric is `verifier_insensitive`. Skipped when it
-  merely reorders records; information only when emptying its unit alone does not lower the reward (an output
-  the verifier does not grade, e.g. a helper file).
+  tree); in a file the Oracle modified, only the records it wrote change. Applied to one output unit at a time,
+  and in a JSON/YAML output with several lists to one list at a time (`drop_half:/app/report.json#anomalies`), so
+  a verifier that grades one section of several is seen; scoring at least the Oracle's reward on every metric is
+  `verifier_insensitive`. Skipped when it merely reorders records; information only when emptying its unit alone
+  does not lower the reward (an output the verifier does not grade, e.g. a helper file).
 - info — `reorder` and `duplicate`: a correct verifier may accept them (a set of findings), so they never reject.
 
 Sound, not clever: a mutant that cannot apply (no numbers, one record, no two distinct records) is skipped with
@@ -28,7 +32,7 @@ import random
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
@@ -65,10 +69,12 @@ class Mutant:
     deletes: tuple[str, ...] = ()
     unit: str | None = None  # the output unit a destructive or relevance mutant targets
     group: str | None = None  # destructive mutants that reject only together (see _swaps)
+    section: str = ""  # the list a destructive mutant targets, in a JSON/YAML output with several ("report.rows")
 
     @property
     def label(self) -> str:
-        return f"{self.name}:{self.unit}" if self.unit else self.name
+        where = f"#{self.section}" if self.section else ""
+        return f"{self.name}:{self.unit}{where}" if self.unit else self.name
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,11 @@ class Skipped:
     name: str
     why: str
     unit: str | None = None
+    section: str = ""
+
+    @property
+    def label(self) -> str:
+        return Mutant(self.name, Family.INFO, "", unit=self.unit, section=self.section).label
 
 
 @dataclass
@@ -94,9 +105,14 @@ class Doc:
     records: tuple[Any, ...]
     newline: str = "\n"
     trailing: bool = True
-    wrapper: str | None = None  # JSON/YAML: the key holding the record list ({"findings": [...]})
+    path: tuple[Any, ...] = ()  # JSON/YAML: the keys leading to this list ({"report": {"rows": [...]}}: report, rows)
     is_map: bool = False  # JSON/YAML: records are (key, value) pairs of the top-level object
-    original: Any = None  # JSON/YAML: the parsed document, to put the records back under their wrapper
+    original: Any = None  # JSON/YAML: the parsed document, to put the records back where they were
+
+    @property
+    def where(self) -> str:
+        """The list's place in its document, for labels ("report.rows"); "" for the document itself."""
+        return ".".join(map(str, self.path))
 
 
 def _rng(*parts: str) -> random.Random:
@@ -132,48 +148,67 @@ def _has_header(lines: list[str], shape: Shape) -> bool:
     return bool(first) and all(c.strip() and not _is_number(c) for c in first) and lines[0] not in lines[1:]
 
 
-def _record_list(obj: Any) -> tuple[str | None, bool, list[Any]] | None:
-    """The records of a JSON/YAML document: the top-level list, the largest list one level down, or the
-    top-level object itself as a map."""
+def _lists(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], list[Any]]]:
+    """Every list of a JSON/YAML document reached through objects only (a list inside a record is part of the
+    record), with the keys that lead to it."""
     if isinstance(obj, list):
-        return None, False, list(obj)
-    if not isinstance(obj, dict) or not obj:
-        return None
-    lists = [(str(k), v) for k, v in obj.items() if isinstance(v, list) and v]
-    if lists:
-        key, value = max(lists, key=lambda kv: len(kv[1]))
-        return key, False, list(value)
-    return None, True, list(obj.items())
+        yield path, obj
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from _lists(value, (*path, key))
 
 
-def parse(text: str, shape: Shape) -> Doc | None:
-    """Records of a data or text file, or None when the content does not parse as its shape."""
+def parse_sections(text: str, shape: Shape) -> tuple[Doc, ...]:
+    """Every list of records in a data or text file, the largest first: one for line-based files; for JSON/YAML
+    each non-empty list reached through objects, or the top-level object itself as a map when there is none.
+    Empty when the content does not parse as its shape."""
     if shape in (Shape.CSV, Shape.TSV, Shape.LINES, Shape.JSONL, Shape.TEXT):
         lines = [ln for ln in text.splitlines() if ln.strip()]
         newline = "\r\n" if "\r\n" in text else "\n"
         header = lines[0] if shape in (Shape.CSV, Shape.TSV) and _has_header(lines, shape) else None
         records = lines[1:] if header is not None else lines
-        return Doc(shape, header, tuple(records), newline, text.endswith(("\n", "\r")))
+        return (Doc(shape, header, tuple(records), newline, text.endswith(("\n", "\r"))),)
     try:
         obj = json.loads(text) if shape is Shape.JSON else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError):
-        return None
-    found = _record_list(obj)
-    if found is None:
-        return None
-    wrapper, is_map, records = found
-    return Doc(shape, None, tuple(records), "\n", text.endswith("\n"), wrapper, is_map, obj)
+        return ()
+    trailing = text.endswith("\n")
+    found = sorted(((p, v) for p, v in _lists(obj) if v), key=lambda pv: -len(pv[1]))
+    if found:
+        return tuple(Doc(shape, None, tuple(v), "\n", trailing, p, False, obj) for p, v in found)
+    if isinstance(obj, list):
+        return (Doc(shape, None, (), "\n", trailing, (), False, obj),)
+    if isinstance(obj, dict) and obj:
+        return (Doc(shape, None, tuple(obj.items()), "\n", trailing, (), True, obj),)
+    return ()
+
+
+def parse(text: str, shape: Shape) -> Doc | None:
+    """The largest list of records of a data or text file, or None when the content does not parse as its
+    shape."""
+    docs = parse_sections(text, shape)
+    return docs[0] if docs else None
+
+
+def _put(obj: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """`obj` with the value at `path` (keys of nested objects) replaced; the objects on the way are copied."""
+    if not path:
+        return value
+    return {**obj, path[0]: _put(obj[path[0]], path[1:], value)}
+
+
+def _dump(obj: Any, doc: Doc) -> bytes:
+    if doc.shape is Shape.JSON:
+        text = json.dumps(obj, indent=2, ensure_ascii=False)
+    else:
+        text = yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
+    return (text.rstrip("\n") + ("\n" if doc.trailing else "")).encode()
 
 
 def render(doc: Doc) -> bytes:
     if doc.shape in (Shape.JSON, Shape.YAML):
         records: Any = dict(doc.records) if doc.is_map else list(doc.records)
-        obj = {**doc.original, doc.wrapper: records} if doc.wrapper and isinstance(doc.original, dict) else records
-        if doc.shape is Shape.JSON:
-            text = json.dumps(obj, indent=2, ensure_ascii=False)
-        else:
-            text = yaml.safe_dump(obj, sort_keys=False, allow_unicode=True)
-        return (text.rstrip("\n") + ("\n" if doc.trailing else "")).encode()
+        return _dump(_put(doc.original, doc.path, records), doc)
     lines = ([doc.header] if doc.header is not None else []) + [str(r) for r in doc.records]
     return (doc.newline.join(lines) + (doc.newline if doc.trailing and lines else "")).encode()
 
@@ -370,6 +405,49 @@ def op_duplicate(doc: Doc) -> Doc | None:
     return replace(doc, records=tuple(r for r in doc.records for _ in (0, 1)))
 
 
+# --- whole documents: what a no-work JSON/YAML output looks like -------------------------------------------------
+
+
+def blank_value(value: Any) -> Any:
+    """Where a no-work output has nothing to say: the same keys and types, no value computed (0, "", false, [])."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return type(value)(0)
+    if isinstance(value, str):
+        return ""
+    if isinstance(value, list):
+        return []
+    if isinstance(value, dict):
+        return {k: blank_value(v) for k, v in value.items()}
+    return value
+
+
+def cut_all(value: Any) -> Any:
+    """`header_only` on a whole document: every list cut to its first record when that keeps at most a quarter of
+    it, else emptied; every other value blanked (the keys stay, so a schema still holds)."""
+    if isinstance(value, list):
+        return value[:1] if len(value) * TRIVIAL_FRACTION >= 1 else []
+    if isinstance(value, dict):
+        return {k: cut_all(v) for k, v in value.items()}
+    return blank_value(value)
+
+
+def superset_all(value: Any, rng: random.Random) -> Any:
+    """`superset` on a whole document: every list keeps its records and gets JUNK_FACTOR times as many junk ones;
+    every other value is blanked, so the work in the other sections cannot carry the mean."""
+    if isinstance(value, list):
+        n = max(MIN_JUNK, JUNK_FACTOR * len(value)) if value else 0
+        return value + [junk_value(value[i % len(value)], rng) for i in range(n)]
+    if isinstance(value, dict):
+        return {k: superset_all(v, rng) for k, v in value.items()}
+    return blank_value(value)
+
+
+def _records_kept(value: Any) -> bool:
+    return any(v for _, v in _lists(value))
+
+
 # --- files and units -------------------------------------------------------------------------------------------
 
 
@@ -377,12 +455,27 @@ def op_duplicate(doc: Doc) -> Doc | None:
 class _File:
     out: OutputFile
     shape: Shape
-    doc: Doc | None
-    base: Doc | None = None  # the image's version of a file the Oracle modified (records it did not write)
+    docs: tuple[Doc, ...] = ()  # its lists of records, the largest first (see parse_sections)
+    base: tuple[Doc, ...] = ()  # the image's version of a file the Oracle modified (records it did not write)
 
     @property
     def path(self) -> str:
         return self.out.path
+
+    @property
+    def doc(self) -> Doc | None:
+        return self.docs[0] if self.docs else None
+
+    @property
+    def structured(self) -> bool:
+        """A JSON/YAML document with at least one list: its trivial mutants transform the whole document."""
+        return self.doc is not None and self.doc.original is not None and not self.doc.is_map
+
+    def base_of(self, doc: Doc) -> Doc | None:
+        """The image's version of the same list, when the Oracle modified this file."""
+        if self.out.base is None:
+            return None
+        return next((b for b in self.base if b.path == doc.path), replace(doc, records=()))
 
 
 def _prepare(units: list[OutputUnit], max_bytes: int) -> dict[str, list[_File]]:
@@ -391,12 +484,13 @@ def _prepare(units: list[OutputUnit], max_bytes: int) -> dict[str, list[_File]]:
         files = []
         for f in u.files:
             shape = f.shape(max_bytes)
-            doc = base = None
+            docs: tuple[Doc, ...] = ()
+            base: tuple[Doc, ...] = ()
             if shape.is_data or shape is Shape.TEXT:
-                doc = parse(f.data.decode("utf-8"), shape)
-                if f.base is not None and doc is not None:
-                    base = parse(f.base.decode("utf-8", errors="replace"), shape)
-            files.append(_File(f, shape, doc, base))
+                docs = parse_sections(f.data.decode("utf-8"), shape)
+                if f.base is not None and docs:
+                    base = parse_sections(f.base.decode("utf-8", errors="replace"), shape)
+            files.append(_File(f, shape, docs, base))
         prepared[u.root] = files
     return prepared
 
@@ -407,13 +501,19 @@ def _data(files: list[_File]) -> list[_File]:
 
 def _trivial_header(f: _File) -> bytes:
     """One file in the `header_only` mutant: the header, or the first record when that is at most a quarter of
-    the records; anything else (up to three records, code, binaries) is emptied."""
-    cut = op_header_only(f.doc) if f.doc is not None else None
-    return render(cut[0]) if cut and cut[1] <= TRIVIAL_FRACTION + 1e-9 else b""
+    the records; in a JSON/YAML document, every list so (cut_all); a file where nothing is kept (up to three
+    records, code, binaries) is emptied."""
+    if f.structured and f.doc is not None:
+        cut = cut_all(f.doc.original)
+        return _dump(cut, f.doc) if _records_kept(cut) else b""
+    head = op_header_only(f.doc) if f.doc is not None else None
+    return render(head[0]) if head and head[1] <= TRIVIAL_FRACTION + 1e-9 else b""
 
 
 def _junk_file(f: _File) -> bytes:
     rng = _rng(f.path, "junk")
+    if f.structured and f.doc is not None:
+        return _dump(junk_value(f.doc.original, rng), f.doc)
     if f.doc is not None and f.doc.records:
         junked = op_junk(f.doc, rng)
         return render(junked) if junked else f.out.data
@@ -426,26 +526,38 @@ def _junk_file(f: _File) -> bytes:
     return bytes(rng.randrange(256) for _ in range(min(len(f.out.data), 1 << 16)))
 
 
+def _superset_file(f: _File) -> bytes | None:
+    """One data file in the `superset` mutant, or None when it has no list of records."""
+    rng = _rng(f.path, "sup")
+    if f.structured and f.doc is not None:
+        return _dump(superset_all(f.doc.original, rng), f.doc)
+    sup = op_superset(f.doc, rng) if f.doc is not None else None
+    return render(sup) if sup else None
+
+
 def _writes(files: list[_File], content: dict[str, bytes]) -> tuple[tuple[str, bytes], ...]:
     return tuple((f.path, content[f.path]) for f in files if f.path in content and content[f.path] != f.out.data)
 
 
 def _trivial(prepared: dict[str, list[_File]], out: MutantSet) -> None:
+    """Each trivial mutant changes every output at once, and every list inside each, as a no-work output would:
+    one list cut while the others stay right is no output anyone would hand in."""
     every = [f for files in prepared.values() for f in files]
     writes = _writes(every, {f.path: b"" for f in every})
     _add(out, Mutant("empty", Family.TRIVIAL, "every output file emptied", writes), "every output is already empty")
     cut = _writes(every, {f.path: _trivial_header(f) for f in every})
-    _add(out, Mutant("header_only", Family.TRIVIAL, "data cut to its header or first record, the rest emptied",
-                     cut if cut != writes else ()), "no data file with a header or four records")
+    _add(out, Mutant("header_only", Family.TRIVIAL, "every list cut to its header or first record, every other "
+                     "value blanked, the rest emptied", cut if cut != writes else ()),
+         "no data file with a header or four records")
     _add(out, Mutant("junk", Family.TRIVIAL, "every output replaced by same-shaped junk",
                      _writes(every, {f.path: _junk_file(f) for f in every})), "no content to replace")
-    # List everything in the list outputs, do nothing else: every other output is emptied, so the Oracle's work
-    # in other files cannot carry the mean.
-    sup = {f.path: render(d) for f in _data(every) if f.doc and (d := op_superset(f.doc, _rng(f.path, "sup")))}
+    # List everything in every list, do nothing else: every other output (and value) is emptied, so the Oracle's
+    # work elsewhere cannot carry the mean.
+    sup = {f.path: s for f in _data(every) if (s := _superset_file(f)) is not None}
     if sup:
         sup = {f.path: sup.get(f.path, b"") for f in every}
-    _add(out, Mutant("superset", Family.TRIVIAL, f"list outputs: the Oracle's records plus {JUNK_FACTOR}x as many "
-                     "junk records; other outputs emptied", _writes(every, sup)),
+    _add(out, Mutant("superset", Family.TRIVIAL, f"every list: the Oracle's records plus {JUNK_FACTOR}x as many "
+                     "junk records; every other value and output emptied", _writes(every, sup)),
          "no data output with a list of records")
 
 
@@ -453,27 +565,26 @@ def _add(out: MutantSet, m: Mutant, why_not: str) -> None:
     if m.writes or m.deletes:
         out.mutants.append(m)
     else:
-        out.skipped.append(Skipped(m.name, why_not, m.unit))
+        out.skipped.append(Skipped(m.name, why_not, m.unit, m.section))
 
 
-def _new_only(f: _File, op: Callable[[Doc], Doc | None]) -> Doc | None:
-    """Apply `op` to the records the Oracle wrote; in a file it modified, the records the image already had
-    (seed data the verifier may rightly ignore) stay as they were, in place."""
-    assert f.doc is not None
-    if f.base is None:
-        new = op(f.doc)
-        return new if new is not None and not same_records(new, f.doc) else None
-    seen = Counter(_canon(r) for r in f.base.records)
+def _new_only(doc: Doc, base: Doc | None, op: Callable[[Doc], Doc | None]) -> Doc | None:
+    """Apply `op` to the records the Oracle wrote; in a file it modified (`base`: the image's version of the
+    list), the records the image already had (seed data the verifier may rightly ignore) stay as they were."""
+    if base is None:
+        new = op(doc)
+        return new if new is not None and not same_records(new, doc) else None
+    seen = Counter(_canon(r) for r in base.records)
     mine: list[int] = []
-    for i, r in enumerate(f.doc.records):
+    for i, r in enumerate(doc.records):
         if seen[_canon(r)] > 0:
             seen[_canon(r)] -= 1
         else:
             mine.append(i)
-    sub = op(replace(f.doc, records=tuple(f.doc.records[i] for i in mine)))
+    sub = op(replace(doc, records=tuple(doc.records[i] for i in mine)))
     if sub is None:
         return None
-    records = list(f.doc.records)
+    records = list(doc.records)
     if len(sub.records) == len(mine):  # changed in place (perturb, swap)
         for i, r in zip(mine, sub.records, strict=True):
             records[i] = r
@@ -487,8 +598,8 @@ def _new_only(f: _File, op: Callable[[Doc], Doc | None]) -> Doc | None:
             else:
                 gone.add(i)
         records = [r for i, r in enumerate(records) if i not in gone]
-    new = replace(f.doc, records=tuple(records))
-    return new if not same_records(new, f.doc) else None
+    new = replace(doc, records=tuple(records))
+    return new if not same_records(new, doc) else None
 
 
 _DESTRUCTIVE_OPS: dict[str, tuple[Callable[[Doc], Doc | None], str, str]] = {
@@ -496,15 +607,31 @@ _DESTRUCTIVE_OPS: dict[str, tuple[Callable[[Doc], Doc | None], str, str]] = {
     "perturb_numbers": (op_perturb, "every number changed", "no numbers"),
 }
 
+_Target = list[tuple[_File, Doc]]  # the lists one destructive mutant changes together, one per file at most
+
+
+def _targets(data: list[_File]) -> dict[str, _Target]:
+    """What each destructive mutant of a unit changes, by section label: a file with one list joins the unit's
+    other one-list files (as a unit always was: "" is their label); a JSON/YAML file with several lists makes
+    each list a target of its own (labelled by its keys), joined by the same list of the unit's other files, so
+    that a verifier that grades one section of several is seen."""
+    targets: dict[str, _Target] = {}
+    for f in data:
+        for doc in f.docs:
+            where = doc.where if len(f.docs) > 1 else ""
+            targets.setdefault(where, []).append((f, doc))
+    return targets
+
 
 def _destructive(unit: OutputUnit, files: list[_File], out: MutantSet) -> None:
     data = _data(files)
-    for name, (op, what, why_not) in _DESTRUCTIVE_OPS.items():
-        content = {f.path: render(new) for f in data if (new := _new_only(f, op)) is not None}
-        reason = why_not if data else "no data file in this output"
-        _add(out, Mutant(name, Family.DESTRUCTIVE, what + " (of the records the Oracle wrote)",
-                         _writes(files, content), unit=unit.root), reason)
-    _swaps(unit, files, data, out)
+    for where, target in (_targets(data) or {"": []}).items():
+        for name, (op, what, why_not) in _DESTRUCTIVE_OPS.items():
+            content = {f.path: render(new) for f, doc in target if (new := _new_only(doc, f.base_of(doc), op))}
+            _add(out, Mutant(name, Family.DESTRUCTIVE, what + " (of the records the Oracle wrote)",
+                             _writes(files, content), unit=unit.root, section=where),
+                 why_not if data else "no data file in this output")
+        _swaps(unit, files, target, where, out)
     if unit.is_tree:
         biggest = max(files, key=lambda f: (len(f.out.data), f.path))
         out.mutants.append(Mutant("delete_file", Family.DESTRUCTIVE, f"{biggest.path} deleted",
@@ -515,23 +642,24 @@ def _swap_at(doc: Doc, index: int) -> Doc | None:
     return op_swap(doc, index) if index in swap_fields(doc) else None
 
 
-def _swaps(unit: OutputUnit, files: list[_File], data: list[_File], out: MutantSet) -> None:
+def _swaps(unit: OutputUnit, files: list[_File], target: _Target, where: str, out: MutantSet) -> None:
     """One `swap_values` mutant per field position; the group rejects only if *every* swap goes unnoticed (a
     verifier may rightly ignore one field, e.g. a synthetic id, but not the pairing of all of them)."""
-    widths = {i for f in data if f.doc is not None for i in swap_fields(f.doc)}
+    widths = {i for _, doc in target for i in swap_fields(doc)}
     seen: list[tuple[tuple[str, tuple[str, ...]], ...]] = []
     for index in sorted(widths):
-        docs = {f.path: new for f in data if (new := _new_only(f, partial(_swap_at, index=index)))}
+        docs = {f.path: new for f, doc in target if (new := _new_only(doc, f.base_of(doc), partial(_swap_at,
+                                                                                                  index=index)))}
         writes = _writes(files, {p: render(d) for p, d in docs.items()})
         key = tuple((p, tuple(sorted(map(_canon, d.records)))) for p, d in sorted(docs.items()))
         if writes and key not in seen:  # with two fields, swapping either gives the same records
             seen.append(key)
             out.mutants.append(Mutant(f"swap_values[{index}]", Family.DESTRUCTIVE,
                                       f"field {index} rotated across the records", writes, unit=unit.root,
-                                      group=f"swap_values:{unit.root}"))
+                                      group=f"swap_values:{unit.root}#{where}", section=where))
     if not seen:
-        out.skipped.append(Skipped("swap_values", "no two records with different values"
-                                   if data else "no data file in this output", unit.root))
+        _add(out, Mutant("swap_values", Family.DESTRUCTIVE, "", unit=unit.root, section=where),
+             "no two records with different values" if target else "no data file in this output")
 
 
 def _info(prepared: dict[str, list[_File]], out: MutantSet) -> None:

@@ -303,7 +303,7 @@ def _ungraded(mutants: list[Mutant], runs: dict[str, Run], oracle: dict[str, flo
 
 
 def skipped_attempts(ms: MutantSet) -> list[ShortcutAttempt]:
-    return [ShortcutAttempt(kind=AttemptKind.MUTANT, name=f"{s.name}:{s.unit}" if s.unit else s.name,
+    return [ShortcutAttempt(kind=AttemptKind.MUTANT, name=s.label,
                             family="skipped", verdict=CheckVerdict.SKIPPED, status="not_run", evidence=s.why)
             for s in ms.skipped]
 

@@ -189,3 +189,142 @@ ORACLE = {"rows": 1.0, "layout": 1.0}
 def test_judge(family, metrics, ungraded, failed, reason):
     j = judge(Mutant("m", family, "d"), metrics, ORACLE, 0.5, ungraded)
     assert (j.failed, j.reason) == (failed, reason)
+
+
+# --- outputs with several lists: trivial mutants cut them all, destructive ones one at a time -------------------
+
+FUNNEL = {
+    "period": "2024-Q1",
+    "totals": {"signups": 120, "activated": 48, "rate": 0.4},
+    "by_channel": [{"channel": c, "signups": s, "activated": a}
+                   for c, s, a in [("ads", 40, 10), ("seo", 30, 15), ("email", 25, 12), ("social", 15, 6),
+                                   ("referral", 10, 5)]],
+    "top_channels": ["seo", "email", "referral", "ads"],
+    "anomalies": [{"day": d, "channel": c, "z": z}
+                  for d, c, z in [("2024-01-05", "ads", 3.2), ("2024-02-11", "seo", -2.9),
+                                  ("2024-03-02", "email", 3.5), ("2024-03-20", "social", 2.7)]],
+    "cohorts": [{"week": f"2024-W0{i}", "retained": r} for i, r in enumerate([0.5, 0.42, 0.38, 0.35, 0.31, 0.3], 1)],
+}
+REPORT = "/app/report.json"
+
+
+def _f1(got: list, want: list) -> float:
+    got_set, want_set = {json.dumps(x, sort_keys=True) for x in got}, {json.dumps(x, sort_keys=True) for x in want}
+    hits = len(got_set & want_set)
+    return 2 * hits / (len(got_set) + len(want_set)) if got_set or want_set else 1.0
+
+
+def _funnel_verifier(files: dict[str, bytes], sections=("totals", "by_channel", "top_channels", "anomalies",
+                                                         "cohorts")) -> dict[str, float]:
+    """An honest verifier of a five-section answer: one metric per section (F1 of a list's records, share of the
+    totals right), each an independent check, as in the task the issue lost."""
+    try:
+        got = json.loads(files.get(REPORT, b""))
+    except ValueError:
+        return dict.fromkeys(sections, 0.0)
+    if not isinstance(got, dict):
+        return dict.fromkeys(sections, 0.0)
+    out = {}
+    for s in sections:
+        want, have = FUNNEL[s], got.get(s)
+        if isinstance(want, dict):
+            have = have if isinstance(have, dict) else {}
+            out[s] = sum(have.get(k) == v for k, v in want.items()) / len(want)
+        else:
+            out[s] = _f1(have if isinstance(have, list) else [], want)
+    return out
+
+
+def _apply(m: Mutant, files: dict[str, bytes]) -> dict[str, bytes]:
+    return {**{p: d for p, d in files.items() if p not in m.deletes}, **dict(m.writes)}
+
+
+def _judged(units: list[OutputUnit], verifier) -> dict[str, tuple[float, bool]]:
+    """{mutant label: (mean, rejected)} for every mutant, swap groups judged together as robustness does."""
+    files = {f.path: f.data for u in units for f in u.files}
+    oracle = verifier(files)
+    assert all(v == 1.0 for v in oracle.values())
+    ms = derive(units, LIMIT).mutants
+    judged = {}
+    for m in ms:
+        metrics = verifier(_apply(m, files))
+        judged[m.label] = (sum(metrics.values()) / len(metrics), judge(m, metrics, oracle, 0.5).failed)
+    for group in {m.group for m in ms if m.group}:
+        members = [m.label for m in ms if m.group == group]
+        if not all(judged[label][1] for label in members):
+            judged.update({label: (judged[label][0], False) for label in members})
+    return judged
+
+
+def test_trivial_mutants_cut_every_list_of_a_json_answer_at_once():
+    unit = _unit(REPORT, json.dumps(FUNNEL, indent=2).encode())
+    ms = _by_name([unit])
+    cut = json.loads(_content(ms["header_only"], REPORT))
+    assert cut == {"period": "", "totals": {"signups": 0, "activated": 0, "rate": 0.0},
+                   "by_channel": FUNNEL["by_channel"][:1], "top_channels": ["seo"],
+                   "anomalies": FUNNEL["anomalies"][:1], "cohorts": FUNNEL["cohorts"][:1]}
+    junk = json.loads(_content(ms["junk"], REPORT))
+    assert junk.keys() == FUNNEL.keys() and junk["totals"].keys() == FUNNEL["totals"].keys()
+    for key in ("by_channel", "top_channels", "anomalies", "cohorts"):
+        assert len(junk[key]) == len(FUNNEL[key]) and not set(map(json.dumps, junk[key])) & set(
+            map(json.dumps, FUNNEL[key])), key
+    assert all(junk["totals"][k] != v for k, v in FUNNEL["totals"].items()) and junk["period"] != FUNNEL["period"]
+    sup = json.loads(_content(ms["superset"], REPORT))
+    for key in ("by_channel", "top_channels", "anomalies", "cohorts"):
+        assert sup[key][:len(FUNNEL[key])] == FUNNEL[key] and len(sup[key]) == 4 * len(FUNNEL[key]), key
+    assert sup["totals"] == {"signups": 0, "activated": 0, "rate": 0.0} and sup["period"] == ""
+
+
+def test_an_honest_five_section_verifier_is_no_longer_rejected():
+    """The issue's case: one metric per section. Cutting one list and leaving four right scored a mean near 0.8
+    (shortcut_passed); a no-work output cuts all five, and every section's own sensitivity mutants are noticed."""
+    unit = _unit(REPORT, json.dumps(FUNNEL, indent=2).encode())
+    one_list_cut = {**FUNNEL, "by_channel": FUNNEL["by_channel"][:1]}  # what header_only used to write
+    old = _funnel_verifier({REPORT: json.dumps(one_list_cut).encode()})
+    assert sum(old.values()) / len(old) > 0.77
+    judged = _judged([unit], _funnel_verifier)
+    assert not [label for label, (_, rejected) in judged.items() if rejected], judged
+    for name in ("header_only", "junk", "superset"):
+        assert judged[name][0] <= 0.5, (name, judged[name])
+    sections = {label.split("#")[1] for label in judged if "#" in label}
+    assert sections == {"by_channel", "top_channels", "anomalies", "cohorts"}  # each list a target of its own
+    assert "drop_half:/app/report.json#cohorts" in judged and "perturb_numbers:/app/report.json#anomalies" in judged
+
+
+def test_a_verifier_that_grades_one_section_of_five_is_caught_by_the_other_sections_mutants():
+    """No trivial mutant catches it (they cut the graded section too), but dropping half of a section the
+    verifier never reads, or changing its numbers, keeps the Oracle's reward: verifier_insensitive."""
+    unit = _unit(REPORT, json.dumps(FUNNEL, indent=2).encode())
+    judged = _judged([unit], lambda files: _funnel_verifier(files, sections=("by_channel",)))
+    rejected = {label for label, (_, failed) in judged.items() if failed}
+    assert not any(judged[name][1] for name in ("empty", "header_only", "junk", "superset"))
+    assert {"drop_half:/app/report.json#cohorts", "perturb_numbers:/app/report.json#anomalies",
+            "drop_half:/app/report.json#top_channels"} <= rejected, rejected
+    assert not any(label.endswith("#by_channel") for label in rejected)
+    ms = {m.label: m for m in derive([unit], LIMIT).mutants}
+    assert ms["drop_half:/app/report.json#cohorts"].family is Family.DESTRUCTIVE
+    dropped = json.loads(_content(ms["drop_half:/app/report.json#cohorts"], REPORT))
+    assert dropped["cohorts"] == FUNNEL["cohorts"][::2] and dropped["by_channel"] == FUNNEL["by_channel"]
+
+
+def test_one_list_json_keeps_its_labels_and_yaml_sections_are_cut_together():
+    wrapped = {m.label for m in derive([_unit("/app/f.json", json.dumps(
+        {"version": 1, "findings": [{"file": "a", "line": 3}, {"file": "b", "line": 7}]}).encode())], LIMIT).mutants}
+    assert "drop_half:/app/f.json" in wrapped and not any("#" in label for label in wrapped)
+    text = yaml.safe_dump({"owner": "ops", "hosts": [f"h{i}" for i in range(8)],
+                           "ports": [{"port": p, "proto": "tcp"} for p in (22, 80, 443, 8080)]}).encode()
+    ms = _by_name([_unit("/app/inv.yaml", text)])
+    assert yaml.safe_load(_content(ms["header_only"], "/app/inv.yaml")) == {
+        "owner": "", "hosts": ["h0"], "ports": [{"port": 22, "proto": "tcp"}]}
+
+
+def test_trivial_mutants_change_every_output_file_together():
+    """Several outputs (two CSVs, a JSON answer, a note): each trivial mutant writes all of them at once."""
+    units = [_unit("/app/out/a.csv", CSV), _unit("/app/out/b.tsv", FINDINGS),
+             _unit(REPORT, json.dumps(FUNNEL).encode()), _unit("/app/notes.md", b"# Notes\n\nAll done.\n")]
+    ms = _by_name(units)
+    every = {u.root for u in units}
+    for name in ("empty", "junk", "superset"):
+        assert {p for p, _ in ms[name].writes} == every, name
+    assert {p for p, _ in ms["header_only"].writes} == every
+    assert dict(ms["header_only"].writes)["/app/notes.md"] == b""  # prose has no records to keep
