@@ -4,7 +4,10 @@ Runtime stages, in order: the Oracle (must score 1 on every metric), the no-op (
 (below 1 somewhere), mutation testing of the verifier on the Oracle's final state (robustness.py), the
 creator-authored cheats (each at most the shortcut threshold) and the tamper kit (tamper_kit.py). Runs that start
 from the image (no-op, wrong.sh, cheats, forge attacks) share one container reset to the image between them;
-wrong.sh and the cheats run there in one exec when the batch can be trusted (script_batch.py).
+wrong.sh and the cheats run there in one exec when the batch can be trusted (script_batch.py). A wrong.sh or cheat
+caught tampering scored 0 (the tamper rule), and its check is judged on its work verified again without the tamper
+(untampered.py): a tamper neither fails a task nor hides a verifier that accepts the script's answer. A tampering
+Oracle fails as before: a reference solution that tampers is a bug.
 
 The verdict is `retained` only when no check failed or errored; a failed check makes it `rejected` with that
 check's reason; a check that could not run (engine down, registry down, a crash) makes it `infra_failed` — never
@@ -48,6 +51,7 @@ from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.gates.static_checks import run_static_checks
 from skill2env_dagster.gates.tamper import TamperPolicy
 from skill2env_dagster.gates.tamper_kit import kit_check, run_forge, run_plants
+from skill2env_dagster.gates.untampered import Replay, replay
 from skill2env_dagster.models.gate import (
     AttemptKind,
     CheckResult,
@@ -137,6 +141,7 @@ class _Gate:
     batch_note: str = ""
     forge: ShortcutAttempt | None = None  # the tamper kit's forge attack, run right after the no-op
     forge_seconds: float = 0.0
+    replays: dict[str, Replay] = field(default_factory=dict)  # wrong.sh or cheats caught tampering (untampered.py)
 
     def open_box(self, image: str) -> Sandbox:
         _raise_if_cancelled()
@@ -153,7 +158,16 @@ class _Gate:
             if res.timed_out:
                 return VerifyOutcome(TrialStatus.SOLUTION_TIMEOUT, seconds=res.seconds)
             _raise_if_cancelled()
-            return sb.verify()
+            return self._verify(sb, script)
+
+    def _verify(self, sb: Sandbox, script: str) -> VerifyOutcome:
+        """The verify step after wrong.sh or a cheat; a run caught tampering (reward 0) has its work verified
+        again without the tamper, in a fresh container, while `sb` still holds it (untampered.py)."""
+        outcome = sb.verify()
+        if outcome.status is TrialStatus.TAMPER_DETECTED:
+            _raise_if_cancelled()
+            self.replays[script] = replay(sb, outcome, partial(self.open_box, self.image))
+        return outcome
 
     def run(self) -> None:
         start = time.perf_counter()
@@ -241,9 +255,10 @@ class _Gate:
                 wrong = self._from_image(sb, image, "wrong.sh", lambda o: o.status is TrialStatus.OK
                                          and all_full(o.metrics))
                 self.report.wrong = wrong.metrics
-                self.checks.append(_judge("wrong_solution", wrong, lambda m: not all_full(m),
-                                          ReasonCode.WRONG_SOLUTION_PASSED, ReasonCode.WRONG_SOLUTION_TIMEOUT,
-                                          self.timeouts))
+                judge = partial(_judge, "wrong_solution", rule=lambda m: not all_full(m),
+                                fail=ReasonCode.WRONG_SOLUTION_PASSED, timeout_reason=ReasonCode.WRONG_SOLUTION_TIMEOUT,
+                                timeouts=self.timeouts)
+                self.checks.append(_untampered("wrong.sh", wrong, self.replays.get("wrong.sh"), judge))
             self.cheats_check = self._cheats(sb, image, baseline_ok)
             self.kit_check = self._kit(sb, baseline_ok)
 
@@ -299,7 +314,7 @@ class _Gate:
         if res.timed_out:
             self.reuse = False  # the watchdog killed the container
             return VerifyOutcome(TrialStatus.SOLUTION_TIMEOUT, seconds=res.seconds)
-        outcome = sb.verify()
+        outcome = self._verify(sb, script)
         return self.solve(script) if suspicious(outcome) else outcome
 
     def _cheats(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> CheckResult:
@@ -315,7 +330,7 @@ class _Gate:
         for script in scripts:
             rel = self._rel(script)
             outcome = self._from_image(sb, image, rel, partial(_passes, name=rel, threshold=threshold))
-            self.report.cheats.append(_cheat(rel, outcome, threshold))
+            self.report.cheats.append(_cheat(rel, outcome, threshold, self.replays.get(rel)))
         failed = [a for a in self.report.cheats if a.verdict is CheckVerdict.FAIL]
         where = "in the no-op's container, reset between runs" if self.reuse else "in fresh containers"
         where = self.batch_note if self.batched else where + (f"; {self.batch_note}" if self.batch_note else "")
@@ -323,7 +338,7 @@ class _Gate:
         evidence = ("; ".join(f"{a.name}: {a.evidence}" for a in failed) if failed
                     else f"{len(scripts)} cheats ({where}), each at most {threshold}")
         return CheckResult(name="cheats", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
-                           reason=ReasonCode.SHORTCUT_PASSED if failed else None, evidence=evidence[:4000],
+                           reason=failed[0].reason if failed else None, evidence=evidence[:4000],
                            seconds=round(time.perf_counter() - start + batched, 4))
 
     def _kit(self, sb: Sandbox, baseline_ok: bool) -> CheckResult:
@@ -342,15 +357,41 @@ def _passes(o: VerifyOutcome, name: str, threshold: float) -> bool:
     return _cheat(name, o, threshold).verdict is CheckVerdict.FAIL
 
 
-def _cheat(name: str, o: VerifyOutcome, threshold: float) -> ShortcutAttempt:
+def _untampered(script: str, o: VerifyOutcome, rp: Replay | None, judge: Callable[[VerifyOutcome], CheckResult]
+                ) -> CheckResult:
+    """A script's check: `judge` on its outcome; for a run caught tampering, which scored 0 by the tamper rule,
+    `judge` on its work verified again without the tamper (untampered.py), with both in the evidence. Work that
+    could not be verified again fails with `tamper_detected`: its 0 shows nothing about the verifier."""
+    if o.status is not TrialStatus.TAMPER_DETECTED or rp is None:
+        return judge(o)
+    scored = f"{script} scored 0 by the tamper rule ({o.describe()})"
+    if rp.outcome is None:
+        return _check(judge(o).name, False, ReasonCode.TAMPER_DETECTED, f"{scored}; {rp.describe()}", o.seconds)
+    again = judge(rp.outcome)
+    return again.model_copy(update={"evidence": f"{scored}; {rp.describe()}: {again.evidence}"[:4000],
+                                    "seconds": round(o.seconds + again.seconds, 4)})
+
+
+def _cheat(name: str, o: VerifyOutcome, threshold: float, rp: Replay | None = None) -> ShortcutAttempt:
+    """A cheat's attempt: its own score (0 for any run that is not `ok`), judged on its mean, or, for a run caught
+    tampering, on the mean of its work verified again without the tamper (see _untampered)."""
     score = mean(o.metrics)
     failed = o.status is TrialStatus.OK and score > threshold + 1e-9
     note = (f"mean {score:.3f} {'>' if failed else '<='} threshold {threshold}" if o.status is TrialStatus.OK
             else f"reward 0 ({o.describe()})")
+    reason = ReasonCode.SHORTCUT_PASSED if failed else None
+    if o.status is TrialStatus.TAMPER_DETECTED and rp is not None:
+        again = mean(rp.outcome.metrics) if rp.outcome is not None else 0.0
+        failed = rp.outcome is None or (rp.outcome.status is TrialStatus.OK and again > threshold + 1e-9)
+        reason = (ReasonCode.TAMPER_DETECTED if rp.outcome is None else ReasonCode.SHORTCUT_PASSED) if failed else None
+        verdict = "" if rp.outcome is None else (f": mean {again:.3f} {'>' if failed else '<='} threshold "
+                                                 f"{threshold}" if rp.outcome.status is TrialStatus.OK
+                                                 else f": reward 0 ({rp.outcome.describe()})")
+        note = f"reward 0 by the tamper rule ({o.describe()}); {rp.describe()}{verdict}"
     return ShortcutAttempt(kind=AttemptKind.CHEAT, name=name, family="cheat",
                            verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
-                           reason=ReasonCode.SHORTCUT_PASSED if failed else None, status=o.status.value,
-                           metrics=o.metrics, mean=round(score, 6), evidence=note, seconds=round(o.seconds, 4))
+                           reason=reason, status=o.status.value,
+                           metrics=o.metrics, mean=round(score, 6), evidence=note[:2000], seconds=round(o.seconds, 4))
 
 
 def _finish(report: GateReport, start: float) -> GateReport:

@@ -210,6 +210,15 @@ class Sandbox:
         self._touch()
         self.trial.put_dir(src, dest_name)
 
+    def load(self, tar: bytes, deleted: Sequence[str] = ()) -> None:
+        """Another run's work as an agent phase of this sandbox: remove `deleted`, then unpack `tar` (rooted at /).
+        verify() judges it like any agent phase."""
+        self._touch()
+        if deleted:
+            self.trial.sh("rm -rf -- " + " ".join(shlex.quote(p) for p in deleted), 60)
+        if tar:
+            self.trial.put_tar(tar, "/")
+
     def _touch(self) -> None:
         self.dirty, self._settled = True, None
 
@@ -255,7 +264,9 @@ class Sandbox:
         self.trial.kill()
         return Settled(TrialStatus.REAP_FAILED, detail=detail[:300])
 
-    def verify(self) -> VerifyOutcome:
+    def verify(self, collected: dict[str, bytes] | None = None) -> VerifyOutcome:
+        """`collected`: the services' files to give the verifier instead of what this sandbox's own services
+        recorded (a replay of another run's work, see untampered.py)."""
         start = time.perf_counter()
         settled = self.settle()
         if settled.status is not TrialStatus.OK:
@@ -263,7 +274,7 @@ class Sandbox:
                                  time.perf_counter() - start, settled.detail)
         timeout = min(self.config.verifier.timeout_sec, self.settings.timeout_cap_sec or float("inf"))
         try:
-            self.collected = self.trial.collect()
+            self.collected = self.trial.collect() if collected is None else collected
             self.trial.put_tar(self.tests_tar())
             # The tests leave with the verifier: a later agent phase in this sandbox must not see them.
             # Leftovers of the verifier are reaped too, so a reset() needs no reaper of its own.

@@ -230,3 +230,51 @@ def test_the_mutant_batch_empties_dev_shm_between_runs(make_task):
     assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
     assert "batched in the Oracle's container" in _check(report, "mutants").evidence
     assert _attempt(report, "perturb_numbers:/app/answer.txt").metrics == {"format": 1.0, "correct": 0.0}
+
+
+# A shadow of the verifier's `tr` that would make any answer count as right (good_minimal's test.sh strips the
+# answer with tr): tamper evidence in /usr/local/bin, which comes before /usr/bin on the image's PATH.
+SHADOW_TR = "mkdir -p /usr/local/bin\nprintf '#!/bin/sh\\necho 7\\n' > /usr/local/bin/tr\nchmod +x /usr/local/bin/tr\n"
+
+
+def test_a_wrong_sh_caught_tampering_scores_0_and_the_task_is_retained(make_task):
+    """wrong.sh shadows a tool the verifier calls (a held-out task was rejected for that as wrong_solution_passed):
+    the tamper rule gives it 0, below 1 as a wrong solution must be; its answer alone, verified again without the
+    shadow in a fresh container, scores format 1, correct 0. The report says both, with the tamper evidence."""
+    task = make_task(name="wrong_tampers")
+    (task / "solution" / "wrong.sh").write_text("#!/bin/bash\necho 6 > /app/answer.txt\n" + SHADOW_TR)
+    report = gate_task(task, SETTINGS)
+    assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
+    check = _check(report, "wrong_solution")
+    assert check.verdict is CheckVerdict.PASS and check.reason is None
+    assert check.evidence == (
+        "wrong.sh scored 0 by the tamper rule (tamper_detected: A /usr/local/bin/tr (under /usr)); its work verified "
+        "again without the tamper (files carried: 1, deletions replayed: 0, in a fresh container of the image): "
+        "metrics {'format': 1.0, 'correct': 0.0}"), check.evidence
+    assert report.wrong == {}  # reward 0: no metrics
+
+
+@pytest.mark.parametrize(("script", "check", "reason"), [
+    ("wrong.sh", "wrong_solution", ReasonCode.WRONG_SOLUTION_PASSED),
+    ("cheats/right.sh", "cheats", ReasonCode.SHORTCUT_PASSED),
+])
+def test_a_tamper_cannot_hide_an_answer_the_verifier_accepts(make_task, script, check, reason):
+    """The same shadow beside the right answer: its 0 by the tamper rule says nothing about the verifier, and
+    the answer alone, verified again without the shadow, passes, so the check fails as it would without the
+    tamper. (The cheat runs in the script batch first: its shadow outside the reset paths sends every script
+    back to one run at a time, where the tamper is seen.)"""
+    task = make_task(name="tamper_hides")
+    path = task / "solution" / script
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("#!/bin/bash\necho 7 > /app/answer.txt\n" + SHADOW_TR)
+    path.chmod(0o755)
+    report = gate_task(task, SETTINGS)
+    assert (report.verdict, report.reason) == (GateVerdict.REJECTED, reason), report.model_dump_json(indent=1)
+    evidence = _check(report, check).evidence
+    assert "by the tamper rule (tamper_detected: A /usr/local/bin/tr" in evidence, evidence
+    if script == "wrong.sh":
+        assert "metrics {'format': 1.0, 'correct': 1.0}" in evidence
+    else:
+        attempt = _attempt(report, script)
+        assert (attempt.verdict, attempt.status, attempt.mean) == (CheckVerdict.FAIL, "tamper_detected", 0.0)
+        assert attempt.evidence.endswith("in a fresh container of the image): mean 1.000 > threshold 0.5")
