@@ -13,8 +13,8 @@ Families, and how a mutant's reward is judged (`judge`):
 - destructive — `drop_half`, `perturb_numbers`, `swap_values[i]` (field i rotated across the records; the group
   rejects only when every field's rotation goes unnoticed), `delete_file` (the largest file of a produced
   tree); in a file the Oracle modified, only the records it wrote change. Applied to one output unit at a time,
-  and in a JSON/YAML output with several lists to one list at a time (`drop_half:/app/report.json#anomalies`), so
-  a verifier that grades one section of several is seen; scoring at least the Oracle's reward on every metric is
+  and in a JSON/YAML output with several lists to one list at a time (`drop_half:/app/report.json#anomalies`; the
+  MAX_LIST_TARGETS largest), so a verifier that grades one section of several is seen; scoring at least the Oracle's reward on every metric is
   `verifier_insensitive`. Skipped when it merely reorders records; information only when emptying its unit alone
   does not lower the reward (an output the verifier does not grade, e.g. a helper file).
 - info — `reorder` and `duplicate`: a correct verifier may accept them (a set of findings), so they never reject.
@@ -48,6 +48,7 @@ JUNK_FACTOR = 3  # junk records per Oracle record in `superset`
 MIN_JUNK = 5
 TRIVIAL_FRACTION = 1 / 4  # `header_only` keeps the first record only when that is at most this share
 MAX_SWAP_FIELDS = 6
+MAX_LIST_TARGETS = 6  # lists of one JSON/YAML output mutated one at a time (the largest; each costs verifier runs)
 _NUM = re.compile(r"(?<![\w.])(-?)(\d+)(\.\d+)?(?![\w])")
 _KEYED = re.compile(r"^(\S+?)(\s*[:=,;|\t]\s*|\s+)(.*)$")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -610,22 +611,29 @@ _DESTRUCTIVE_OPS: dict[str, tuple[Callable[[Doc], Doc | None], str, str]] = {
 _Target = list[tuple[_File, Doc]]  # the lists one destructive mutant changes together, one per file at most
 
 
-def _targets(data: list[_File]) -> dict[str, _Target]:
+def _targets(data: list[_File]) -> tuple[dict[str, _Target], int]:
     """What each destructive mutant of a unit changes, by section label: a file with one list joins the unit's
     other one-list files (as a unit always was: "" is their label); a JSON/YAML file with several lists makes
-    each list a target of its own (labelled by its keys), joined by the same list of the unit's other files, so
-    that a verifier that grades one section of several is seen."""
+    each of its MAX_LIST_TARGETS largest lists a target of its own (labelled by its keys), joined by the same list
+    of the unit's other files, so that a verifier that grades one section of several is seen. Also returns how
+    many smaller lists were left to the trivial mutants."""
     targets: dict[str, _Target] = {}
+    left = 0
     for f in data:
-        for doc in f.docs:
+        for doc in f.docs[:MAX_LIST_TARGETS]:
             where = doc.where if len(f.docs) > 1 else ""
             targets.setdefault(where, []).append((f, doc))
-    return targets
+        left += len(f.docs[MAX_LIST_TARGETS:])
+    return targets, left
 
 
 def _destructive(unit: OutputUnit, files: list[_File], out: MutantSet) -> None:
     data = _data(files)
-    for where, target in (_targets(data) or {"": []}).items():
+    targets, left = _targets(data)
+    if left:
+        out.skipped.append(Skipped("destructive", f"{left} smaller lists not mutated one at a time (the "
+                                   f"{MAX_LIST_TARGETS} largest of each output are)", unit.root))
+    for where, target in (targets or {"": []}).items():
         for name, (op, what, why_not) in _DESTRUCTIVE_OPS.items():
             content = {f.path: render(new) for f, doc in target if (new := _new_only(doc, f.base_of(doc), op))}
             _add(out, Mutant(name, Family.DESTRUCTIVE, what + " (of the records the Oracle wrote)",

@@ -328,3 +328,15 @@ def test_trivial_mutants_change_every_output_file_together():
         assert {p for p, _ in ms[name].writes} == every, name
     assert {p for p, _ in ms["header_only"].writes} == every
     assert dict(ms["header_only"].writes)["/app/notes.md"] == b""  # prose has no records to keep
+
+
+def test_only_the_largest_lists_of_a_json_output_are_mutated_one_at_a_time():
+    """Each list targeted alone costs verifier runs: the six largest are, the rest only by the trivial mutants."""
+    doc = {f"s{i}": [{"k": j, "v": i * j} for j in range(10 - i)] for i in range(8)}
+    result = derive([_unit(REPORT, json.dumps(doc).encode())], LIMIT)
+    targeted = {m.section for m in result.mutants if m.family is Family.DESTRUCTIVE}
+    assert targeted == {f"s{i}" for i in range(6)}
+    assert [s.why for s in result.skipped if s.name == "destructive"] == [
+        "2 smaller lists not mutated one at a time (the 6 largest of each output are)"]
+    cut = json.loads(dict(next(m for m in result.mutants if m.name == "header_only").writes)[REPORT])
+    assert cut == {f"s{i}": doc[f"s{i}"][:1] if len(doc[f"s{i}"]) >= 4 else [] for i in range(8)}
