@@ -15,8 +15,9 @@ Families, and how a mutant's reward is judged (`judge`):
   tree); in a file the Oracle modified, only the records it wrote change. Applied to one output unit at a time,
   and in a JSON/YAML output with several lists to one list at a time (`drop_half:/app/report.json#anomalies`; the
   MAX_LIST_TARGETS largest), so a verifier that grades one section of several is seen; scoring at least the
-  Oracle's reward on every metric is `verifier_insensitive`. Skipped when it merely reorders records; information only when emptying its unit alone
-  does not lower the reward (an output the verifier does not grade, e.g. a helper file).
+  Oracle's reward on every metric is `verifier_insensitive`. Skipped when it merely reorders records; information
+  only when emptying its unit alone does not lower the reward (an output the verifier does not grade, e.g. a
+  helper file).
 - info — `reorder` and `duplicate`: a correct verifier may accept them (a set of findings), so they never reject.
 
 Sound, not clever: a mutant that cannot apply (no numbers, one record, no two distinct records) is skipped with
