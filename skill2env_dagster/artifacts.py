@@ -59,6 +59,8 @@ SKILLHUB_SCOPE = CodeScope(modules=("skillhub",), data=("screening_rules.yaml", 
 # The model-backed creator's step templates, in the frozen creation order.
 TASK_PROMPTS = ("task_blueprint.j2", "task_environment.j2", "task_instruction.j2", "task_tests.j2", "task_rubric.j2",
                 "task_solution.j2", "task_cheats.j2")
+# The creator agent's system prompt and brief (the gate's rules are rendered into the system prompt from its code).
+CREATOR_PROMPTS = ("creator_system.j2", "creator_brief.j2")
 # The judge's template includes the constitution; both are listed so that the registry names every prompt it uses.
 JUDGE_PROMPTS = ("judge_rollout.j2", "judge_constitution.j2")
 
@@ -77,8 +79,8 @@ AXES = Artifact("axis_samples", AxisSampleSet, CodeScope(
 # The creation-time gate decides which candidates are retained, so the gate code is part of the bundles' scope;
 # both generators' blueprints instantiate the difficulty patterns.
 TASKS = Artifact("task_bundles", TaskBundleSet, CodeScope(
-    modules=("tasks", "gates"), data=("difficulty_patterns.yaml",), prompts=TASK_PROMPTS, model_modules=("llm",),
-    model_settings=True))
+    modules=("tasks", "creator", "gates"), data=("difficulty_patterns.yaml",),
+    prompts=(*TASK_PROMPTS, *CREATOR_PROMPTS), model_modules=("llm",), model_settings=True))
 GATES = Artifact("gate_reports", TaskGateReports, CodeScope(modules=("gates",)))
 # Solver rollouts: the harness, the sandbox adapter and the solver settings (those are the "model settings" here;
 # the asset passes their fingerprint). Trajectories live in the skill's folder next to the artifact file.
@@ -88,8 +90,9 @@ JUDGE = Artifact("judge_scores", JudgeScores, CodeScope(
     modules=("rollouts.judge",), prompts=JUDGE_PROMPTS, model_modules=("llm",), model_settings=True))
 # Hardening rebuilds through the creator and the gates, then rolls out again: all of that decides its content.
 HARDENING = Artifact("task_hardening", HardeningSet, CodeScope(
-    modules=("rollouts.hardening", "rollouts.runner", "rollouts.docker_sandbox", "tasks", "gates"),
-    data=("difficulty_patterns.yaml",), prompts=(*TASK_PROMPTS, "solver_system.j2"), model_modules=("llm",),
+    modules=("rollouts.hardening", "rollouts.runner", "rollouts.docker_sandbox", "tasks", "creator", "gates"),
+    data=("difficulty_patterns.yaml",), prompts=(*TASK_PROMPTS, *CREATOR_PROMPTS, "solver_system.j2"),
+    model_modules=("llm",),
     model_settings=True))
 
 # --- corpus-wide artifacts (one key) ---------------------------------------------------------------------------
@@ -109,6 +112,7 @@ EXPORT = Folder("corpus_export", CodeScope(modules=("export",)))  # Harbor datas
 RAW_SKILL_MD = Folder("raw_skill_md")  # the external lineage root; observed by the crawl, never written
 STAGING = Folder(".staging")  # task folders being built (never a finished artifact)
 REJECTED = Folder("rejected")  # published folders of rejected task candidates
+CREATOR_TRAJECTORIES = Folder("creator_trajectories")  # ATIF trajectories of the creator agent's candidates
 
 ALL_SCOPED: tuple[Artifact[Any] | Folder, ...] = (
     CRAWL, SNAPSHOT, KNOWLEDGE, PLANS, AXES, TASKS, GATES, ROLLOUTS, JUDGE, HARDENING, PROBE, EXPORT, STATS, SFT,

@@ -51,6 +51,12 @@ class ReasonCode(StrEnum):
     # the server refused this one request (e.g. the prompt exceeds the model's context): a verdict on the input
     LLM_REQUEST_REJECTED = "llm_request_rejected"
     CREATOR_CONTRACT_FAILED = "creator_contract_failed"
+    # the creator agent ran out of turns, tokens or wall time before its task was frozen and solved
+    CREATOR_BUDGET_EXHAUSTED = "creator_budget_exhausted"
+    # the creator agent repeated the same failing tool call without changing its draft in between
+    CREATOR_LOOP = "creator_loop"
+    # the creator agent stopped calling tools before its task was complete (reminders did not help)
+    CREATOR_INCOMPLETE = "creator_incomplete"
     TASK_TOO_LARGE = "task_too_large"
     GRADING_MODIFIED = "grading_modified"
     CONTAMINATED = "contaminated"
@@ -90,9 +96,6 @@ class ReasonCode(StrEnum):
     TAMPER_DETECTED = "tamper_detected"  # the agent changed the verifier's toolchain: reward 0, scored
     REAP_FAILED = "reap_failed"  # the agent's processes could not be stopped (e.g. a fork bomb): reward 0, scored
     JUDGE_FAILED = "judge_failed"
-    # The judge does not rate the task's Oracle above its no-op by the set margin: its term is kept out of that
-    # task's rewards (r = r_V) and the report says so.
-    JUDGE_MISCALIBRATED = "judge_miscalibrated"
     # A hardening rebuild the previous version's reference solution still solves (mean r_V above the too_easy
     # threshold): it demands nothing new, so the round is rejected and the previous version stands.
     HARDENING_NOT_HARDER = "hardening_not_harder"

@@ -29,8 +29,8 @@ PACKAGE = "skill2env_dagster"
 PACKAGE_ROOT = Path(__file__).resolve().parent
 # Packages and modules whose code decides artifact content (cli/, assets/, resources/ only wire it up): the
 # plain-Python domain, which imports no Dagster (pyproject.toml's import-linter contract; a test keeps both equal).
-DOMAIN = ("skillhub", "knowledge", "planning", "llm", "tasks", "gates", "probe", "export", "rollouts", "models",
-          "store", "reasons", "artifacts", "versions", "envconfig", "catalogue", "hashing", "atomic")
+DOMAIN = ("skillhub", "knowledge", "planning", "llm", "tasks", "creator", "gates", "probe", "export", "rollouts",
+          "models", "store", "reasons", "artifacts", "versions", "envconfig", "catalogue", "hashing", "atomic")
 
 
 @dataclass(frozen=True)

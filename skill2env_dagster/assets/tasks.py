@@ -17,19 +17,22 @@ import dagster as dg
 from skill2env_dagster.artifacts import AXES, GATES, KNOWLEDGE, PLANS, SNAPSHOT, TASKS
 from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
 from skill2env_dagster.assets.plans import knowledge_of
+from skill2env_dagster.creator import CreatorAgent
+from skill2env_dagster.creator.lab import DockerLab
+from skill2env_dagster.creator.settings import limits_from_env
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.gates.reuse import reusable_report
 from skill2env_dagster.hashing import canonical_json, sha256_bytes
+from skill2env_dagster.llm.tools import ToolChat
 from skill2env_dagster.models.task import TaskBundle, TaskBundleSet, TaskGateReports
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.docker import DockerResource
-from skill2env_dagster.resources.llm import LLMResource
+from skill2env_dagster.resources.llm import LLMResource, env_task_fingerprint
 from skill2env_dagster.resources.store import ArtifactStoreResource
-from skill2env_dagster.tasks.generator import OfflineGenerator, TaskGenerator
-from skill2env_dagster.tasks.llm_generator import LLMGenerator
+from skill2env_dagster.tasks.generator import OfflineGenerator, TaskAuthor, TaskGenerator
 from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
 
-TASKS_VERSION = asset_code_version(TASKS)
+TASKS_VERSION = asset_code_version(TASKS, fingerprint=env_task_fingerprint())
 GATES_VERSION = asset_code_version(GATES)
 FROZEN_CHECK, PASS_CHECK = "retained_tasks_frozen", "retained_tasks_pass_gates"
 # task_bundles records its run config under this key: run config is no part of Dagster's staleness, so a headless
@@ -41,11 +44,14 @@ class TaskCreationConfig(dg.Config, CreationSettings):
     """Run config of `task_bundles`: the domain's CreationSettings fields, defaults and bounds."""
 
 
-def task_generator(llm: LLMResource) -> TaskGenerator:
-    """The offline recipes when no model is configured, else one model call per creation step."""
+def task_generator(llm: LLMResource, docker: DockerResource) -> TaskGenerator | TaskAuthor:
+    """The offline recipes when no model is configured, else the creator agent: the model authors each task in
+    the sandbox with the gate's own settings (S2E_CREATOR_* set its budgets)."""
     if llm.offline:
         return OfflineGenerator()
-    return LLMGenerator(llm.client(), llm.model, TASKS_VERSION)
+    settings = docker.settings()
+    return CreatorAgent(ToolChat(llm.to_config()), llm.model, TASKS_VERSION, lambda: DockerLab(settings), settings,
+                        limits_from_env())
 
 
 def gate_version(docker: DockerResource) -> str:
@@ -133,7 +139,7 @@ def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, 
             dg.AssetCheckResult(check_name=FROZEN_CHECK, passed=True, metadata={"skipped": "not_eligible"})])
     plans, axes = store.load(PLANS, key), store.load(AXES, key)
     settings = CreationSettings.model_validate(config.model_dump())
-    gen = task_generator(llm)
+    gen = task_generator(llm, docker)
     with stage_run(store, TASKS, key, gen.kind, gen.model):
         result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(), settings,
                                            gate_version(docker), knowledge_of(store, skill))

@@ -106,6 +106,8 @@ class TaskBlueprint(_Model):
     complexity: Complexity
     docs: list[str] = Field(default_factory=list, description="Container paths of the skill excerpts shipped.")
     deliverables: list[str] = Field(default_factory=list, description="Container paths the solver must produce.")
+    naive_failure: str = Field(default="", description="How a solver who ignores the skill's method gets it wrong "
+                               "(stated by the model-backed creator).")
 
     def summary(self) -> dict[str, Any]:
         """The flat summary task.toml [metadata] carries (TOML-friendly: strings, ints, lists of strings)."""

@@ -55,6 +55,32 @@ class CreationGate(BaseModel):
     report: GateReport
 
 
+class CreatorRun(BaseModel):
+    """One candidate of the creator agent: how its session ended and what it cost (turns, tokens, wall time)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidate: int = Field(ge=1, description="1 for the first candidate of a workflow variant, 2 for its "
+                           "replacement after a gate rejection, ...")
+    status: TaskStatus
+    reasons: list[ReasonCode] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+    stop: str = Field(description="submitted | max_turns | max_tokens | max_wall_time | loop | incomplete | "
+                      "model_failed | infra_failed | crashed")
+    frozen: bool = False
+    turns: int = Field(default=0, ge=0)
+    tool_calls: int = Field(default=0, ge=0)
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = Field(default=0.0, ge=0, description="Wall time of the whole session, final gate included.")
+    model_seconds: float = Field(default=0.0, ge=0)
+    tool_seconds: float = Field(default=0.0, ge=0, description="Tools, the agent's own gate runs included.")
+    gate_runs: int = Field(default=0, ge=0, description="Gate runs: the agent's checks and the final gate.")
+    repairs: int = Field(default=0, ge=0, description="Solution repairs after a final-gate rejection.")
+    refusals: dict[str, int] = Field(default_factory=dict, description="Refused calls by kind (order, frozen, ...).")
+    trajectory: str = Field(default="", description="ATIF trajectory file of the session.")
+    path: str = Field(default="", description="Where this candidate's folder was published.")
+
+
 class TaskBundle(BaseModel):
     """One task candidate: where it is, how it was made, and what the gates said."""
 
@@ -81,6 +107,8 @@ class TaskBundle(BaseModel):
     gate_status: str = Field(default="", description="Overall gate status of the last run (pass/fail/error).")
     creation_gate: CreationGate | None = Field(default=None, description="The final creation-time gate report.")
     blueprint: TaskBlueprint | None = Field(default=None, description="The contract the task was derived from.")
+    creator: list[CreatorRun] = Field(default_factory=list, description="The creator agent's candidates for this "
+                                      "variant, in order (empty for the offline generator).")
 
 
 class TaskBundleSet(BaseModel):

@@ -48,3 +48,12 @@ class LLMResource(dg.ConfigurableResource, LLMConfig):
 def env_fingerprint() -> dict[str, object]:
     """Model settings as the environment defines them at import time (feeds the assets' code_version)."""
     return from_env().fingerprint()
+
+
+def env_task_fingerprint() -> dict[str, object]:
+    """What decides the model-backed task creator: the model settings and the creator agent's limits (which its
+    prompt states); `generator: offline` without a model."""
+    from skill2env_dagster.creator.settings import limits_from_env
+
+    model = env_fingerprint()
+    return model if model.get("generator") == "offline" else {**model, "creator": limits_from_env().model_dump()}

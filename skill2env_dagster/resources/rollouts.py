@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr
 
 from skill2env_dagster.llm.config import LLMConfig
 from skill2env_dagster.llm.config import from_env as env_config
+from skill2env_dagster.resources.llm import env_task_fingerprint
 from skill2env_dagster.rollouts.settings import RolloutSettings, judge_fingerprint, load_settings, solver_fingerprint
 from skill2env_dagster.versions import is_online
 
@@ -52,7 +53,7 @@ def env_solver_fingerprint() -> dict[str, object]:
 def env_hardening_fingerprint() -> dict[str, object]:
     """Hardening rolls out with the solvers and rebuilds with the task creator's model (if any)."""
     solvers = env_solver_fingerprint()
-    return solvers if not is_online(solvers) else {**solvers, "creator": env_config().fingerprint()}
+    return solvers if not is_online(solvers) else {**solvers, "creator": env_task_fingerprint()}
 
 
 def env_judge_fingerprint() -> dict[str, object]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from skill2env_dagster.knowledge import extract_knowledge
 from skill2env_dagster.models.axes import AxisSample
@@ -24,6 +24,11 @@ from skill2env_dagster.tasks.compose.instruction import check, compose, containe
 from skill2env_dagster.tasks.compose.rubric import complete
 from skill2env_dagster.tasks.compose.rubric_in_play import in_play
 from skill2env_dagster.tasks.grounding import Grounding, ground
+
+if TYPE_CHECKING:
+    from skill2env_dagster.models.gate import GateReport
+    from skill2env_dagster.models.task import TaskBundle
+    from skill2env_dagster.store import ArtifactStore
 
 OFFLINE_PROMPT_VERSION = "offline-blueprints-1"
 
@@ -67,6 +72,31 @@ class TaskGenerator(Protocol):
     def total_usage(self) -> Usage: ...
     def cheats(self, ctx: CreationContext) -> dict[str, str]: ...
     def metadata(self, ctx: CreationContext) -> dict[str, Any]: ...
+
+
+class Provenance(Protocol):
+    """What task.toml records of whoever made a task (both kinds of creator have it)."""
+
+    kind: Literal["offline", "llm"]
+    model: str | None
+    prompt_version: str
+
+    def blueprint(self, ctx: CreationContext) -> TaskBlueprint | None: ...
+    def metadata(self, ctx: CreationContext) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class TaskAuthor(Protocol):
+    """A creator that authors a whole candidate itself (the model-backed creator agent: it writes, runs and checks
+    its draft in the sandbox, freezes it and submits it to the gate), instead of answering one method per step."""
+
+    kind: Literal["offline", "llm"]
+    model: str | None
+    prompt_version: str
+
+    def author(self, store: ArtifactStore, ctx: CreationContext, gate: Any, settings: Any,
+               gate_version: str = "") -> tuple[TaskBundle, GateReport | None]: ...
+    def total_usage(self) -> Usage: ...
 
 
 def task_seed(skill: SkillRecord, sample: AxisSample) -> int:

@@ -38,7 +38,14 @@ from skill2env_dagster.models.task_toml import (
 from skill2env_dagster.reasons import LLM_ENDPOINT_CODES, ReasonCode, Skill2EnvError, is_retryable
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.builder import TaskBuilder
-from skill2env_dagster.tasks.generator import CreationContext, EnvironmentDraft, TaskGenerator, make_context
+from skill2env_dagster.tasks.generator import (
+    CreationContext,
+    EnvironmentDraft,
+    Provenance,
+    TaskAuthor,
+    TaskGenerator,
+    make_context,
+)
 from skill2env_dagster.tasks.grounding import ground
 from skill2env_dagster.tasks.publish import publish, staging_dir
 
@@ -69,7 +76,7 @@ def _pins(base_images: dict[str, str]) -> dict[str, str]:
     return {ref.split("@")[0]: ref.split("@")[1] for ref in base_images.values()}
 
 
-def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: TaskGenerator) -> TaskToml:
+def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: Provenance) -> TaskToml:
     """task.toml before the freeze: identity, provenance, the six axes as realised, the blueprint's summary,
     timeouts, offline network."""
     s, skill = ctx.sample, ctx.skill
@@ -164,7 +171,7 @@ def gate_and_repair(builder: TaskBuilder, ctx: CreationContext, gen: TaskGenerat
     return report, attempts
 
 
-def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, gate: GateFn,
+def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator | TaskAuthor, gate: GateFn,
                 settings: CreationSettings, gate_version: str = "") -> tuple[TaskBundle, GateReport | None]:
     """One candidate end to end. Every failure — a creator contract, a gate, a failed model call, even a bug —
     becomes this candidate's recorded status and reason, never an exception that stops its siblings; the staging
@@ -172,6 +179,8 @@ def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, 
 
     The final gate report is kept with the folder's content digest and `gate_version`, so `gate_reports` can
     reuse it for the published folder (gates/reuse.py); an empty version marks it as never reusable."""
+    if isinstance(gen, TaskAuthor):
+        return _authored(store, ctx, gen, gate, settings, gate_version)
     staging = staging_dir(store, ctx.skill.skill_id, ctx.task_name)
     builder = TaskBuilder(staging)
     env: EnvironmentDraft | None = None
@@ -206,9 +215,25 @@ def create_task(store: ArtifactStore, ctx: CreationContext, gen: TaskGenerator, 
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("task skill=%s task=%s status=%s reasons=%s", ctx.skill.skill_id, ctx.task_name, status, reasons)
-    bundle = _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report, creation)
+    bundle = bundle_record(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report,
+                           creation)
     bundle.blueprint = blueprint
     return bundle, report
+
+
+def _authored(store: ArtifactStore, ctx: CreationContext, author: TaskAuthor, gate: GateFn,
+              settings: CreationSettings, gate_version: str) -> tuple[TaskBundle, GateReport | None]:
+    """A TaskAuthor's candidate; a failure it did not record itself (a model call, a bug) still becomes this
+    candidate's status and reason, never an exception that stops its siblings."""
+    try:
+        return author.author(store, ctx, gate, settings, gate_version)
+    except Skill2EnvError as e:
+        reasons, evidence = [e.reason], [str(e)[:500]]
+    except Exception as e:  # a bug must not cost the other candidates their work; the log has the traceback
+        log.exception("task skill=%s task=%s crashed", ctx.skill.skill_id, ctx.task_name)
+        reasons, evidence = [ReasonCode.INTERNAL_ERROR], [f"{type(e).__name__}: {e}"[:500]]
+    shutil.rmtree(staging_dir(store, ctx.skill.skill_id, ctx.task_name), ignore_errors=True)
+    return bundle_record(ctx, None, [], None, _status(reasons, None), reasons, evidence, "", 0, 0, None, None), None
 
 
 def _status(reasons: list[ReasonCode], report: GateReport | None) -> TaskStatus:
@@ -225,25 +250,28 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
-def _bundle(ctx, env, metrics, builder, status, reasons, evidence, path, attempts, size, report,
-            creation: CreationGate | None) -> TaskBundle:
+def bundle_record(ctx: CreationContext, env: EnvironmentDraft | None, metrics: list[str],
+                  builder: TaskBuilder | None, status: TaskStatus, reasons: list[ReasonCode], evidence: list[str],
+                  path: Path | str, attempts: int, size: int, report: GateReport | None,
+                  creation: CreationGate | None) -> TaskBundle:
+    """The record of one finished candidate (`builder` None: it failed before a folder existed)."""
     s = ctx.sample
-    final = TaskDir(path)
+    final = TaskDir(Path(path))
     return TaskBundle(
         task_name=ctx.task_name, skill_id=ctx.skill.skill_id, workflow=s.workflow, variant=s.variant,
         axes=Axes(archetype=env.archetype if env else s.archetype,
                   primary_verifier_pattern=env.verifier if env else s.primary_verifier_pattern,
                   complexity=s.complexity, persona=s.persona, tone=s.tone, expertise=s.expertise),
         recipe=env.recipe if env else "none", image=env.image if env else "minimal", status=status,
-        reasons=reasons, evidence=evidence, path=str(path), freeze_hash=builder.freeze_hash or "",
-        metrics=metrics, repair_attempts=attempts, steps=builder.records, size_bytes=size,
+        reasons=reasons, evidence=evidence, path=str(path), freeze_hash=(builder.freeze_hash if builder else "") or "",
+        metrics=metrics, repair_attempts=attempts, steps=builder.records if builder else [], size_bytes=size,
         instruction_preview=_read(final.instruction), rubric=_read(final.rubric),
         gate_status=report.verdict.value if report else "", creation_gate=creation,
     )
 
 
 def create_tasks_for_skill(store: ArtifactStore, skill: SkillRecord, plans: WorkflowPlanSet, axes: AxisSampleSet,
-                           gen: TaskGenerator, gate: GateFn, base_images: dict[str, str],
+                           gen: TaskGenerator | TaskAuthor, gate: GateFn, base_images: dict[str, str],
                            settings: CreationSettings | None = None,
                            gate_version: str = "",
                            knowledge: SkillKnowledge | None = None) -> tuple[TaskBundleSet, dict[str, GateReport]]:

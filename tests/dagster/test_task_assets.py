@@ -1,6 +1,7 @@
-"""task_bundles in-process with a model configured: schema-violating replies become recorded rejections (the
-partition succeeds, usage is reported); a misconfigured endpoint fails the partition once with the reason and a
-failure record; the generator follows the LLM resource; the code_version carries the task prompts' hash."""
+"""task_bundles in-process with a model configured (the creator agent): a model that never calls a tool gets
+recorded rejections (the partition succeeds, usage is reported); a misconfigured endpoint fails the partition once
+with the reason and a failure record; the generator follows the LLM resource; the code_version carries the
+creator's prompts and limits."""
 
 from __future__ import annotations
 
@@ -11,16 +12,15 @@ import pytest
 
 from skill2env_dagster.artifacts import AXES, FAILURES, PLANS, SKILLS_PARTITION, SNAPSHOT, TASKS
 from skill2env_dagster.assets import tasks as task_assets
+from skill2env_dagster.creator import CreatorAgent
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.docker import DockerResource
-from skill2env_dagster.resources.llm import LLMResource, env_fingerprint
+from skill2env_dagster.resources.llm import LLMResource, env_task_fingerprint
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.generator import OfflineGenerator
-from skill2env_dagster.tasks.llm_generator import LLMGenerator
-from tests.support.fake_openai import FakeOpenAI, schema_violation
+from tests.support.fake_openai import FakeOpenAI
 from tests.unit.task_helpers import plans_and_axes, skill_from_dir
-from tests.unit.task_llm_support import StepResponder
 
 pytestmark = pytest.mark.dagster
 PINS = {"minimal": "127.0.0.1:5000/s2e-minimal@sha256:" + "a" * 64,
@@ -49,29 +49,29 @@ def _materialize(tmp_path, skill, instance, llm):
                    "docker": DockerResource(state_dir=str(tmp_path / "state")), "llm": llm})
 
 
-def test_schema_violations_are_recorded_rejections_and_the_partition_succeeds(planned, tmp_path):
+def test_a_model_that_never_calls_a_tool_gets_recorded_rejections_and_the_partition_succeeds(planned, tmp_path):
+    """The creator agent answered with prose only: each candidate gets its reminders, then a recorded reason."""
     skill, store, instance = planned
-    with FakeOpenAI(StepResponder()) as srv:
-        srv.enqueue(*[schema_violation()] * 4)  # both candidates: the blueprint reply and its repair
+    with FakeOpenAI(lambda body: "I would write a great task here.") as srv:
         result = _materialize(tmp_path, skill, instance,
                               LLMResource(base_url=srv.base_url, model="fake-model", cache_dir=""))
         served = (srv.prompt_tokens, srv.completion_tokens)
     assert result.success
     bundles = store.load(TASKS, skill.skill_id)
     assert [b.status for b in bundles.bundles] == ["rejected", "rejected"]
-    assert all(b.reasons == [ReasonCode.LLM_SCHEMA_VIOLATION] for b in bundles.bundles)
-    assert "BlueprintReply" in bundles.bundles[0].evidence[0]  # the first step of each candidate
+    assert all(b.reasons == [ReasonCode.CREATOR_INCOMPLETE] for b in bundles.bundles)
+    assert all(b.creator[0].stop == "incomplete" and b.creator[0].turns == 3 for b in bundles.bundles)
     assert (bundles.usage.prompt_tokens, bundles.usage.completion_tokens) == served
     meta = result.asset_materializations_for_node("task_bundles")[0].metadata
-    assert meta["rejected_by_reason"].value == {"llm_schema_violation": 2} and meta["retained"].value == 0
-    assert meta["cost_usd"].value == "unknown" and meta["llm_calls"].value == 4
+    assert meta["rejected_by_reason"].value == {"creator_incomplete": 2} and meta["retained"].value == 0
+    assert meta["cost_usd"].value == "unknown" and meta["llm_calls"].value == 6
     assert not any((tmp_path / "artifacts" / ".staging").rglob("*.*"))
     assert not store.exists(FAILURES, skill.skill_id)
 
 
 def test_endpoint_failure_fails_the_partition_once_and_records_why(planned, tmp_path):
     skill, store, instance = planned
-    with FakeOpenAI(StepResponder(), api_key="right-key") as srv:
+    with FakeOpenAI(lambda body: "unused", api_key="right-key") as srv:
         result = _materialize(tmp_path, skill, instance, LLMResource(base_url=srv.base_url, model="fake-model",
                                                                      api_key="wrong-key", cache_dir=""))
         requests = srv.count
@@ -87,13 +87,15 @@ def test_endpoint_failure_fails_the_partition_once_and_records_why(planned, tmp_
 
 
 def test_generator_follows_the_llm_resource():
-    assert isinstance(task_assets.task_generator(LLMResource()), OfflineGenerator)
-    gen = task_assets.task_generator(LLMResource(base_url="http://127.0.0.1:9/v1", model="m", cache_dir=""))
-    assert isinstance(gen, LLMGenerator) and gen.model == "m"
+    """Offline without a model; with one, the creator agent, which opens no engine until it authors a task."""
+    docker = DockerResource()
+    assert isinstance(task_assets.task_generator(LLMResource(), docker), OfflineGenerator)
+    gen = task_assets.task_generator(LLMResource(base_url="http://127.0.0.1:9/v1", model="m", cache_dir=""), docker)
+    assert isinstance(gen, CreatorAgent) and gen.model == "m" and gen.prompt_version == task_assets.TASKS_VERSION
 
 
 def test_code_version_is_the_declared_scope():
     from skill2env_dagster.versions import code_version
 
     assert task_assets.task_bundles.code_versions_by_key[task_assets.task_bundles.key] == code_version(
-        TASKS.scope, fingerprint=env_fingerprint())
+        TASKS.scope, fingerprint=env_task_fingerprint())

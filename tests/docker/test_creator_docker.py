@@ -1,0 +1,86 @@
+"""The creator agent end to end on the real engine, driven by a scripted model through the loopback OpenAI server:
+draft, self-check in the workbench, the gate's pre-freeze check, freeze, a refused edit of the tests, a solution
+repair after the final gate's Oracle failed, the whole gate, submit, retained. A first candidate whose verifier
+the gate finds weak after its freeze is replaced by a second one that was shown the gate's evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skill2env_dagster.creator import CreatorAgent, CreatorLimits
+from skill2env_dagster.creator.lab import DockerLab
+from skill2env_dagster.gates.base_images import load_base_images
+from skill2env_dagster.gates.freeze import compute_freeze_hash
+from skill2env_dagster.gates.runner import gate_task
+from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.llm import LLMConfig
+from skill2env_dagster.llm.tools import ToolChat
+from skill2env_dagster.models.atif import AtifTrajectory
+from skill2env_dagster.models.gate import CheckVerdict
+from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.store import ArtifactStore
+from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
+from tests.docker.conftest import RUN_ID
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.scripted_creator import TEST_SH, creator_reply
+from tests.unit.task_helpers import plans_and_axes, skill_from_dir
+
+pytestmark = pytest.mark.docker
+
+
+def _create(examples_dir: Path, tmp_path: Path, weak_first: bool):
+    skill = skill_from_dir(examples_dir / "log-triage-awk")
+    plans, axes = plans_and_axes(skill)
+    axes = axes.model_copy(update={"samples": axes.samples[:1]})
+    settings = GateSettings(run_id=RUN_ID)
+    with FakeOpenAI(lambda body: creator_reply(body, weak_first=weak_first)) as srv:
+        chat = ToolChat(LLMConfig(base_url=srv.base_url, model="scripted", cache_dir=""))
+        agent = CreatorAgent(chat, "scripted", "pv", DockerLab(settings), settings, CreatorLimits(max_candidates=2))
+        result, reports = create_tasks_for_skill(ArtifactStore(tmp_path / "store"), skill, plans, axes, agent,
+                                                 lambda p: gate_task(p, settings), load_base_images(),
+                                                 CreationSettings(max_variants=1))
+        bodies = [r.body for r in srv.requests]
+    (bundle,) = result.bundles
+    return bundle, reports.get(bundle.task_name), bodies, result
+
+
+def _results(trajectory: str) -> list[str]:
+    t = AtifTrajectory.model_validate_json(Path(trajectory).read_text())
+    return [r.content for s in t.steps if s.observation for r in s.observation.results]
+
+
+def test_a_scripted_creator_drives_the_whole_loop_to_a_retained_task(docker_client, examples_dir, tmp_path):
+    b, report, bodies, result = _create(examples_dir, tmp_path, weak_first=False)
+    assert b.status == "retained", (b.reasons, b.evidence)
+    (run,) = b.creator
+    assert (run.stop, run.turns, run.repairs, run.refusals) == ("submitted", 5, 1, {"order": 1, "frozen": 1})
+    results = _results(run.trajectory)
+    run_output = next(r for r in results if r.startswith("[exit code 0]"))
+    honest, empty = [json.loads(x) for x in run_output.split("\n")[2:4]]
+    assert honest == {"endpoints_correct": 1.0, "list_exact": 1} and empty == {"endpoints_correct": 0,
+                                                                               "list_exact": 0}
+    precheck = next(r for r in results if r.startswith("static checks: pass"))
+    assert "no-op (test.sh on the untouched environment)" in precheck and "ok, every metric 0" in precheck
+    assert any(r.startswith("refused: tests/test.sh is frozen") for r in results)
+    assert any("FAIL oracle (oracle_failed)" in r and "A solution bug" in r for r in results)
+    task = Path(b.path)
+    assert (task / "tests" / "test.sh").read_text() == TEST_SH and compute_freeze_hash(task) == b.freeze_hash
+    assert report is not None and report.oracle == {"endpoints_correct": 1.0, "list_exact": 1.0}
+    assert sorted(a.name for a in report.cheats) == ["cheats/every_path.sh", "cheats/query_kept.sh"]
+    assert all(a.verdict is CheckVerdict.PASS for a in report.cheats + report.tamper)
+    assert b.creation_gate is not None and result.usage.calls == 5
+    assert len(bodies) == 5 and all(body["tools"] for body in bodies)
+
+
+def test_a_weak_verifier_is_replaced_never_shipped(docker_client, examples_dir, tmp_path):
+    b, _, bodies, _ = _create(examples_dir, tmp_path, weak_first=True)
+    assert b.status == "retained" and [r.status for r in b.creator] == ["rejected", "retained"]
+    first = b.creator[0]
+    assert first.frozen and first.reasons[0] in (ReasonCode.SHORTCUT_PASSED, ReasonCode.VERIFIER_INSENSITIVE)
+    assert "/rejected/" in first.path and Path(first.path, "rejection.json").is_file()
+    second_brief = next(body for body in bodies if "A previous candidate" in body["messages"][1]["content"])
+    assert "the gate's evidence" in second_brief["messages"][1]["content"]
+    assert (Path(b.path) / "tests" / "test.sh").read_text() == TEST_SH

@@ -1,0 +1,219 @@
+"""The creator agent's harness without Docker (a scripted model, an in-memory lab and gate): the frozen order is
+enforced by refusals the model sees, the freeze makes the grading read-only, budgets are recorded, and every kind
+of bad model behaviour ends the candidate with a recorded reason, never an exception."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skill2env_dagster.creator import CreatorAgent, CreatorLimits
+from skill2env_dagster.creator.agent import candidate_patterns
+from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.llm.errors import LLMError
+from skill2env_dagster.llm.tools import RequestedCall
+from skill2env_dagster.models.atif import AtifTrajectory
+from skill2env_dagster.models.gate import GateVerdict
+from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.store import ArtifactStore
+from skill2env_dagster.tasks.generator import make_context
+from skill2env_dagster.tasks.pipeline import CreationSettings, create_task, create_tasks_for_skill, task_name
+from tests.unit.creator_support import (
+    ORACLE_FAILED,
+    PINS,
+    RETAINED,
+    SHORTCUT,
+    SOLVE,
+    TASK,
+    FakeGate,
+    FakeLab,
+    ScriptedChat,
+    build_and_freeze,
+    solved,
+    writes,
+)
+from tests.unit.task_helpers import plans_and_axes, skill_from_dir
+
+
+@pytest.fixture
+def ctx(examples_dir):
+    skill = skill_from_dir(examples_dir / "log-triage-awk")
+    plans, axes = plans_and_axes(skill)
+    s = axes.samples[0]
+    wf = next(w for w in plans.workflows if w.name == s.workflow)
+    return make_context(skill, wf, s, PINS, task_name(skill, s))
+
+
+def author(ctx, tmp_path, turns, *, lab=None, gate=None, limits=None, repairs=2):
+    chat = turns if isinstance(turns, ScriptedChat) else ScriptedChat(turns)
+    lab = lab or FakeLab()
+    agent = CreatorAgent(chat, "scripted", "pv", lab, GateSettings(), limits or CreatorLimits(max_candidates=1))
+    bundle, report = create_task(ArtifactStore(tmp_path / "store"), ctx, agent, gate or FakeGate(),
+                                 CreationSettings(max_repairs=repairs))
+    return bundle, report, chat, lab
+
+
+def tool_results(bundle, candidate: int = -1) -> list[str]:
+    """Every tool result the model was shown, in order (from the candidate's ATIF trajectory)."""
+    t = AtifTrajectory.model_validate_json(Path(bundle.creator[candidate].trajectory).read_text())
+    return [r.content for s in t.steps if s.observation for r in s.observation.results]
+
+
+def pattern(ctx) -> str:
+    return candidate_patterns(ctx)[0].id
+
+
+def test_the_whole_loop_refuses_out_of_order_writes_and_edits_after_the_freeze(ctx, tmp_path):
+    turns = [[("write_file", {"path": "tests/test.sh", "content": "#!/bin/bash\n"}),  # before the instruction
+              ("write_file", {"path": "solution/solve.sh", "content": SOLVE})],  # before the freeze
+             *build_and_freeze(pattern(ctx)),
+             [("write_file", {"path": "tests/test.sh", "content": "#!/bin/bash\necho 1\n"}),  # frozen
+              ("write_file", {"path": "instruction.md", "content": "changed"}), *solved(), ("submit", {})]]
+    b, r, _, lab = author(ctx, tmp_path, turns)
+    assert b.status == "retained" and r is not None and r.verdict is GateVerdict.RETAINED, (b.reasons, b.evidence)
+    (run,) = b.creator
+    assert run.stop == "submitted" and run.frozen and run.turns == 4 and run.refusals == {"order": 2, "frozen": 2}
+    results = tool_results(b)
+    assert results[0].startswith("refused: write instruction.md before tests/test.sh")
+    assert results[1].startswith("refused: solution/solve.sh comes after the freeze")
+    assert any(t.startswith("frozen (sha256:") for t in results)
+    assert sum(t.startswith("refused: tests/test.sh is frozen") for t in results) == 1
+    task = Path(b.path)
+    assert (task / "tests/test.sh").read_text() == TASK["tests/test.sh"]  # the refused edit changed nothing
+    assert (task / "instruction.md").read_text() == TASK["instruction.md"]
+    assert b.metrics == ["endpoints_correct", "list_exact"] and b.blueprint is not None
+    assert b.blueprint.predicates[0].source.label == "SKILL.md:22" and b.freeze_hash.startswith("sha256:")
+    assert lab.noops == 1  # the freeze ran the no-op
+    trajectory = AtifTrajectory.model_validate_json(Path(run.trajectory).read_text())
+    assert trajectory.extra["status"] == "retained" and trajectory.final_metrics.total_prompt_tokens == 4000
+
+
+def test_the_freeze_is_refused_until_the_draft_is_ready(ctx, tmp_path):
+    lab = FakeLab(nop={"endpoints_correct": 0.5, "list_exact": 0.0})
+    turns = [[("freeze", {})], *build_and_freeze(pattern(ctx))]
+    b, _, _, _ = author(ctx, tmp_path, turns, lab=lab, limits=CreatorLimits(max_turns=3, max_candidates=1))
+    results = tool_results(b)
+    assert results[0].startswith("refused: set_blueprint before the freeze")
+    assert "FAIL: every metric must be 0 (nop_failed)" in results[-1]
+    assert b.status == "rejected" and b.reasons == [ReasonCode.CREATOR_BUDGET_EXHAUSTED]
+    assert "not frozen" in b.evidence[0] and not b.creator[0].frozen
+
+
+def test_a_model_that_never_freezes_runs_out_of_turns(ctx, tmp_path):
+    turns = [writes({"environment/Dockerfile": TASK["environment/Dockerfile"]})] * 5
+    b, _, _, _ = author(ctx, tmp_path, turns, limits=CreatorLimits(max_turns=5, max_candidates=1))
+    (run,) = b.creator
+    assert (b.status, b.reasons, run.stop, run.turns) == ("rejected", [ReasonCode.CREATOR_BUDGET_EXHAUSTED],
+                                                          "max_turns", 5)
+    assert "5 turns used" in b.evidence[0] and "not frozen" in b.evidence[0]
+
+
+def test_editing_the_tests_after_the_freeze_again_and_again_is_a_loop(ctx, tmp_path):
+    edit = [("write_file", {"path": "tests/test.sh", "content": "#!/bin/bash\necho forged\n"})]
+    b, _, _, _ = author(ctx, tmp_path, [*build_and_freeze(pattern(ctx)), edit, edit, edit, edit])
+    assert b.status == "rejected" and b.reasons == [ReasonCode.CREATOR_LOOP] and b.creator[0].stop == "loop"
+    assert b.creator[0].refusals == {"frozen": 3}
+    results = tool_results(b)
+    assert "one more identical failure ends this candidate" in results[-2] and "ended: this exact call" in results[-1]
+
+
+def test_the_same_failing_command_ends_the_candidate_but_a_change_between_resets_the_count(ctx, tmp_path):
+    fail = [("run", {"command": "false  # the same failing command"})]
+    change = writes({"environment/Dockerfile": TASK["environment/Dockerfile"]})
+    b, _, _, lab = author(ctx, tmp_path, [fail, fail, change, fail, fail, fail, fail])
+    assert b.reasons == [ReasonCode.CREATOR_LOOP] and b.creator[0].turns == 6  # 2 fails, a change, then 3
+    assert len(lab.benches[0].commands) == 5
+
+
+def test_the_token_budget_is_checked_between_turns(ctx, tmp_path):
+    chat = ScriptedChat(build_and_freeze(pattern(ctx)) * 3, tokens_per_turn=60_000)
+    b, _, _, _ = author(ctx, tmp_path, chat, limits=CreatorLimits(max_total_tokens=100_000, max_candidates=1))
+    run = b.creator[0]
+    assert (run.stop, b.reasons, run.turns) == ("max_tokens", [ReasonCode.CREATOR_BUDGET_EXHAUSTED], 2)
+    assert run.usage.prompt_tokens == 120_000
+
+
+def test_the_wall_time_budget(ctx, tmp_path):
+    b, _, _, _ = author(ctx, tmp_path, build_and_freeze(pattern(ctx)),
+                        limits=CreatorLimits(max_wall_sec=1e-9, max_candidates=1))
+    assert b.creator[0].stop == "max_wall_time" and b.reasons == [ReasonCode.CREATOR_BUDGET_EXHAUSTED]
+
+
+def test_garbage_calls_are_shown_back_and_silence_gets_reminders_then_ends(ctx, tmp_path):
+    turns = [RequestedCall(call_id="x", name="write_file", arguments='{"path": "environment/Dockerfile"'),
+             RequestedCall(call_id="y", name="rm_rf", arguments="{}"),
+             [("write_file", {"path": "environment/Dockerfile"})],
+             [("write_file", {"path": "../escape", "content": "x"})],
+             "I think I am finished.", "Really finished.", "Stop."]
+    b, _, chat, _ = author(ctx, tmp_path, turns)
+    results = tool_results(b)
+    assert results[0].startswith("error: arguments are not valid JSON") and "unknown tool 'rm_rf'" in results[1]
+    assert "missing ['content']" in results[2] and "not a safe relative path" in results[3]
+    reminders = [m["content"] for m in chat.seen[-1] if m["role"] == "user"][1:]
+    assert len(reminders) == 2 and "No tool was called" in reminders[0]
+    assert b.status == "rejected" and b.reasons == [ReasonCode.CREATOR_INCOMPLETE]
+    assert b.creator[0].stop == "incomplete" and b.creator[0].turns == 7
+
+
+def test_a_model_that_times_out_is_an_error_not_a_verdict(ctx, tmp_path):
+    boom = LLMError(ReasonCode.LLM_UNAVAILABLE, "no answer within 60s")
+    b, _, _, _ = author(ctx, tmp_path, [build_and_freeze(pattern(ctx))[0], boom])
+    assert b.status == "error" and b.reasons == [ReasonCode.LLM_UNAVAILABLE] and b.creator[0].stop == "model_failed"
+
+
+def test_out_of_budget_with_a_frozen_solved_task_the_gate_decides(ctx, tmp_path):
+    turns = [*build_and_freeze(pattern(ctx)), solved()]
+    gate = FakeGate(RETAINED)
+    b, _, _, _ = author(ctx, tmp_path, turns, gate=gate, limits=CreatorLimits(max_turns=3, max_candidates=1))
+    assert b.status == "retained" and b.creator[0].stop == "max_turns" and gate.calls == 1
+
+
+def test_a_solution_bug_is_repaired_in_the_same_conversation(ctx, tmp_path):
+    turns = [*build_and_freeze(pattern(ctx)), [*solved(), ("submit", {})],
+             [("write_file", {"path": "solution/solve.sh", "content": SOLVE + "# fixed\n"}), ("submit", {})]]
+    gate = FakeGate(ORACLE_FAILED, RETAINED)
+    b, _, _, _ = author(ctx, tmp_path, turns, gate=gate)
+    assert b.status == "retained" and b.repair_attempts == 1 and gate.calls == 2
+    assert "A solution bug: fix solution/ only" in tool_results(b)[-3]
+    assert (Path(b.path) / "solution/solve.sh").read_text().endswith("# fixed\n")
+
+
+def test_submit_needs_the_freeze_the_solution_and_two_cheats(ctx, tmp_path):
+    turns = [[("submit", {})], *build_and_freeze(pattern(ctx)),
+             [("write_file", {"path": "solution/solve.sh", "content": SOLVE}), ("submit", {})], [*solved(),
+                                                                                                  ("submit", {})]]
+    b, _, _, _ = author(ctx, tmp_path, turns)
+    results = tool_results(b)
+    assert results[0].startswith("refused: nothing to submit before the freeze")
+    assert any(t.startswith("refused: 0 cheat(s)") for t in results) and b.status == "retained"
+
+
+def test_a_frozen_candidate_the_gate_rejects_is_replaced_by_one_shown_the_evidence(ctx, tmp_path):
+    done = [*build_and_freeze(pattern(ctx)), [*solved(), ("submit", {})]]
+    chat = ScriptedChat(done + done)
+    gate = FakeGate(SHORTCUT, RETAINED)
+    b, _, _, _ = author(ctx, tmp_path, chat, gate=gate, limits=CreatorLimits(max_candidates=2))
+    assert b.status == "retained" and [r.status for r in b.creator] == ["rejected", "retained"]
+    first = b.creator[0]
+    assert first.reasons == [ReasonCode.SHORTCUT_PASSED] and first.path.endswith("--c1")
+    assert "/rejected/" in first.path and json.loads((Path(first.path) / "rejection.json").read_text())["reasons"]
+    brief = chat.seen[3][1]["content"]  # the second candidate's brief
+    assert "A previous candidate for this workflow was frozen and then rejected" in brief
+    assert "FAIL mutants (shortcut_passed)" in brief and "--- test.sh" in brief
+
+
+def test_no_candidate_failure_stops_its_siblings(examples_dir, tmp_path):
+    skill = skill_from_dir(examples_dir / "log-triage-awk")
+    plans, axes = plans_and_axes(skill)
+    axes = axes.model_copy(update={"samples": axes.samples[:3]})
+    chat = ScriptedChat([RuntimeError("a bug somewhere"), "Never mind.", "Never mind."])
+    agent = CreatorAgent(chat, "scripted", "pv", FakeLab(), GateSettings(), CreatorLimits(max_candidates=1, nudges=0))
+    result, _ = create_tasks_for_skill(ArtifactStore(tmp_path / "store"), skill, plans, axes, agent, FakeGate(),
+                                       PINS, CreationSettings(max_variants=3))
+    assert [b.status for b in result.bundles] == ["error", "rejected", "rejected"]
+    first = result.bundles[0]
+    assert first.reasons == [ReasonCode.INTERNAL_ERROR] and "RuntimeError: a bug somewhere" in first.evidence[0]
+    assert Path(first.creator[0].trajectory).is_file()  # the crashed session's record is kept
+    assert all(b.reasons == [ReasonCode.CREATOR_INCOMPLETE] for b in result.bundles[1:])
