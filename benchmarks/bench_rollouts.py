@@ -3,9 +3,12 @@
 Usage: .venv/bin/python benchmarks/bench_rollouts.py [--steps 40] [--rollouts 12] [--concurrency 2]
 Needs the engine, registry and base images (scripts/docker-up.sh; skill2env base-images). Prints figures only.
 
-1. Overhead: one episode whose policy answers instantly (in process, no HTTP) with `--steps` bash calls of
-   `true`; per step = (agent phase - model time) / steps: the docker exec round trip, output capture and
-   truncation, the tool message and the ATIF step. The bare `docker exec` round trip is printed beside it.
+1. Overhead: episodes whose policy answers instantly (in process, no HTTP): `--steps` bash calls of `true`; the
+   same number of calls printing 20 kB (head/tail cut); and `write_file` calls of 4 kB with a mode. Per step =
+   the step's wall time (from one step's start to the next's) minus the model's time: the docker exec round
+   trips, output capture and truncation, the tool message and the ATIF step. Printed per kind: median, p95 and
+   max per step, the docker execs per step (counted), and the load average beside them; the bare `docker exec`
+   round trip for comparison. Per episode, apart: container start, the workspace view and the verifier.
    Target: <= 0.1 s per step.
 2. Throughput: `--rollouts` full rollouts (fresh hardened container, 3 tool calls that solve the task, verifier,
    container removal) run `--concurrency` at a time, as one `solver_rollouts` partition runs them.
@@ -14,17 +17,21 @@ Needs the engine, registry and base images (scripts/docker-up.sh; skill2env base
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import shutil
 import statistics
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 from skill2env_dagster.gates.container import client_for
 from skill2env_dagster.gates.dockerfile import pin_dockerfile
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.llm.tools import RequestedCall, ToolTurn
+from skill2env_dagster.models.atif import AtifTrajectory
 from skill2env_dagster.models.rollout import RolloutKind
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, OutputLimits
@@ -72,11 +79,67 @@ def bare_exec(factory: DockerSandboxFactory, task: Path, n: int) -> float:
         return (time.perf_counter() - start) / n
 
 
-def overhead(factory: DockerSandboxFactory, task: Path, steps: int, out: Path) -> tuple[float, float]:
-    limits = AgentLimits(max_turns=steps + 1)
-    r = run_episode(EpisodeSpec("task", task, "overhead", 0, limits), Instant(["true"] * steps), factory, out)
-    assert r.tool_calls == steps, r
-    return (r.agent_seconds - r.model_seconds) / steps, r.tool_seconds / steps
+class Calls:
+    """An instant policy with prepared tool calls, one per turn."""
+
+    kind, solver, model = RolloutKind.SOLVER, "bench", "none"
+
+    def __init__(self, calls: list[tuple[str, dict]]) -> None:
+        self.calls = list(calls)
+
+    def prepare(self, sandbox: object, task: TaskDir) -> None:
+        return None
+
+    def act(self, messages: list, tools: list) -> ToolTurn:
+        if not self.calls:
+            return ToolTurn(content="done")
+        name, args = self.calls.pop(0)
+        return ToolTurn(calls=[RequestedCall(call_id=f"c{len(self.calls)}", name=name, arguments=json.dumps(args))])
+
+
+STEP_KINDS = {
+    "bash true": ("bash", {"command": "true"}),
+    "bash 20 kB output": ("bash", {"command": "head -c 20000 /dev/zero | tr '\\0' 'x'"}),
+    "write_file 4 kB mode 0755": ("write_file", {"path": "bench.sh", "content": "echo é\n" * 500, "mode": "0755"}),
+}
+
+
+def _ts(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def overhead(factory: DockerSandboxFactory, task: Path, steps: int, out: Path, kind: str) -> dict[str, float]:
+    """One episode of `steps` calls of one kind: per-step harness time (step wall time minus model time)."""
+    name, args = STEP_KINDS[kind]
+    execs = _count_execs(factory)
+    before = execs[0]
+    spec = EpisodeSpec("task", task, f"overhead-{kind.split()[0]}-{len(kind)}", 0, AgentLimits(max_turns=steps + 1))
+    r = run_episode(spec, Calls([(name, args)] * steps), factory, out)
+    assert r.tool_calls == steps and r.scored, r
+    traj = AtifTrajectory.model_validate_json((out / r.trajectory).read_text())
+    agent = [st for st in traj.steps if st.source == "agent"]
+    per = [_ts(b.timestamp or "") - _ts(a.timestamp or "") - float((a.extra or {}).get("model_seconds", 0.0))
+           for a, b in itertools.pairwise(agent)]
+    per.sort()
+    return {"steps": steps, "median": statistics.median(per), "p95": per[int(0.95 * (len(per) - 1))],
+            "max": per[-1], "mean": (r.agent_seconds - r.model_seconds) / steps,
+            "execs_per_step": (execs[0] - before) / steps,
+            "episode_fixed": r.seconds - r.agent_seconds}
+
+
+def _count_execs(factory: DockerSandboxFactory) -> list[int]:
+    """Counts the docker execs the harness makes (wraps the API client once)."""
+    api = factory.client.api
+    if not hasattr(api, "_bench_count"):
+        api._bench_count = [0]
+        create = api.exec_create
+
+        def counted(*a: object, **kw: object) -> object:
+            api._bench_count[0] += 1
+            return create(*a, **kw)
+
+        api.exec_create = counted
+    return api._bench_count
 
 
 def throughput(factory: DockerSandboxFactory, task: Path, n: int, concurrency: int, out: Path) -> tuple[float, list]:
@@ -104,10 +167,16 @@ def main() -> None:
         task = _task(root)
         run_episode(EpisodeSpec("task", task, "warm", 0, AgentLimits()), Instant(["true"]), factory, root)  # build
         bare = bare_exec(factory, task, args.steps)
-        per_step, tool_part = overhead(factory, task, args.steps, root / "overhead")
-        print(f"harness overhead per agent step (model excluded): {per_step * 1000:.1f} ms "
-              f"(of which the tool call {tool_part * 1000:.1f} ms; bare docker exec round trip {bare * 1000:.1f} ms; "
-              f"target <= 100 ms) over {args.steps} steps")
+        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs); "
+              f"bare docker exec round trip {bare * 1000:.1f} ms")
+        for kind in STEP_KINDS:
+            f = overhead(factory, task, args.steps, root / "overhead", kind)
+            ms = {k: f"{f[k] * 1000:.1f} ms" for k in ("median", "p95", "max", "mean")}
+            print(f"harness overhead per step, {kind}: median {ms['median']}, p95 {ms['p95']}, max {ms['max']}, "
+                  f"mean {ms['mean']} over {f['steps']} steps; {f['execs_per_step']:.1f} docker execs per step; "
+                  f"per episode apart (container, workspace view, verifier) {f['episode_fixed']:.2f} s; "
+                  "target <= 100 ms per step")
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         wall, rollouts = throughput(factory, task, args.rollouts, args.concurrency, root / "throughput")
         per = [r.seconds for r in rollouts]
         print(f"rollouts per minute at concurrency {args.concurrency}: {len(rollouts) / wall * 60:.1f} "

@@ -41,6 +41,7 @@ from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, Outp
 from skill2env_dagster.rollouts.hardening import harden_skill, skill_rebuilder, task_trials
 from skill2env_dagster.rollouts.judge import Judge, judge_skill
 from skill2env_dagster.rollouts.report import build_report
+from skill2env_dagster.rollouts.rolled import rolled_tasks
 from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill
 from skill2env_dagster.rollouts.settings import AgentLimits, JudgeSettings, RolloutSettings, SolverConfig
 from skill2env_dagster.rollouts.sft import export_sft
@@ -94,8 +95,9 @@ def calibration_figures(root: Path, factory: DockerSandboxFactory, attempts: int
             judge = Judge(LLMClient(_endpoint(srv)), JudgeSettings(max_attempts=2), RewardForm())
             scores[skill] = judge_skill(rollouts[skill], folders[skill], judge, "figures")
     seconds = time.perf_counter() - start
-    sft = export_sft(rollouts, scores, folders, root / "sft", 0.9, DecontamConfig())
-    report = build_report(rollouts, scores, 0.7)
+    tasks = rolled_tasks(rollouts, scores, folders)
+    sft = export_sft(tasks, root / "sft", 0.9, DecontamConfig())
+    report = build_report(tasks, 0.7)
     episodes = [r for sr in rollouts.values() for r in sr.rollouts()]
     return {
         "episodes": len(episodes), "scored": sum(r.scored for r in episodes),

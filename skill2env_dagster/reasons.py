@@ -96,6 +96,9 @@ class ReasonCode(StrEnum):
     TAMPER_DETECTED = "tamper_detected"  # the agent changed the verifier's toolchain: reward 0, scored
     REAP_FAILED = "reap_failed"  # the agent's processes could not be stopped (e.g. a fork bomb): reward 0, scored
     JUDGE_FAILED = "judge_failed"
+    # The judge does not rate the task's Oracle above its no-op by the set margin: its term is kept out of that
+    # task's rewards (r = r_V) and the report says so.
+    JUDGE_MISCALIBRATED = "judge_miscalibrated"
     # A hardening rebuild the previous version's reference solution still solves (mean r_V above the too_easy
     # threshold): it demands nothing new, so the round is rejected and the previous version stands.
     HARDENING_NOT_HARDER = "hardening_not_harder"

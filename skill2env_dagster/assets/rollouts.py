@@ -55,6 +55,7 @@ from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, Outp
 from skill2env_dagster.rollouts.hardening import harden_skill, skill_rebuilder, task_trials
 from skill2env_dagster.rollouts.judge import Judge, judge_skill
 from skill2env_dagster.rollouts.report import PLOT_FILE, build_report, write_histogram
+from skill2env_dagster.rollouts.rolled import RolledTask, rolled_tasks
 from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill
 from skill2env_dagster.rollouts.settings import RolloutSettings, judge_endpoint, solver_fingerprint
 from skill2env_dagster.rollouts.sft import export_sft
@@ -137,10 +138,18 @@ def solver_rollouts(context: dg.AssetExecutionContext, artifacts: ArtifactStoreR
     })
 
 
+def _judge(settings: RolloutSettings, rollouts: RolloutsResource, llm: LLMResource) -> Judge | None:
+    """The judge on its endpoint; None when no judge model is configured."""
+    endpoint = judge_endpoint(settings.judge, rollouts.judge_default(llm.to_config()))
+    return None if endpoint.offline else Judge(LLMClient(endpoint), settings.judge, settings.reward)
+
+
 def _judge_table(scores: JudgeScores) -> str:
-    rows = [f"| {t.task_name} | {t.oracle_score} | {t.noop_score} | {_pct(t.solver_mean_score)} | "
-            f"{_pct(t.mean_reward)} | {t.judge_failed} | {t.shortcuts} |" for t in scores.tasks]
-    head = "| task | oracle | no-op | solver mean | mean r | judge_failed | shortcuts |\n" + "|---" * 7 + "|\n"
+    rows = [f"| {t.task_name} | {t.oracle_score} | {t.noop_score} | {t.calibration} | {_pct(t.solver_mean_score)} | "
+            f"{_pct(t.mean_reward)} | {t.judge_failed} | {t.shortcuts} | {sum(t.hacking.values())} | "
+            f"{len(t.off_task_bullets)} |" for t in scores.tasks]
+    head = ("| task | oracle | no-op | judge scale | solver mean | mean r | judge_failed | shortcuts | hacking | "
+            "off-task bullets |\n" + "|---" * 10 + "|\n")
     return head + "\n".join(rows)
 
 
@@ -154,12 +163,11 @@ def judge_scores(context: dg.AssetExecutionContext, artifacts: ArtifactStoreReso
     the configured form, the judge's scale per task, and the shortcuts (full test reward, judged -5)."""
     key, store = context.partition_key, artifacts.store()
     settings = rollouts.settings()
-    endpoint = judge_endpoint(settings.judge, rollouts.judge_default(llm.to_config()))
-    if endpoint.offline or _offline(settings, llm):
+    judge = _judge(settings, rollouts, llm)
+    if judge is None or _offline(settings, llm):
         return skipped(store, JUDGE, key, ReasonCode.NO_MODEL, context.log)
     if not store.exists(ROLLOUTS, key):
         return skipped(store, JUDGE, key, ReasonCode.NO_RETAINED_TASKS, context.log)
-    judge = Judge(LLMClient(endpoint), settings.judge, settings.reward)
     result = judge_skill(store.load(ROLLOUTS, key), store.dir(ROLLOUTS, key), judge, JUDGE_VERSION)
     digest = store.save(JUDGE, key, result)
     content = sha256_bytes(canonical_json(result.model_dump(mode="json", exclude={"usage"})).encode())
@@ -170,6 +178,8 @@ def judge_scores(context: dg.AssetExecutionContext, artifacts: ArtifactStoreReso
         "judged": sum(v.status == "judged" for v in result.verdicts),
         "judge_failed": sum(v.status == "judge_failed" for v in result.verdicts),
         "shortcuts": dg.MetadataValue.json([s.model_dump() for s in result.shortcuts]),
+        "judge_calibration": dg.MetadataValue.json({t.task_name: t.calibration_reason for t in result.tasks}),
+        "hacking": dg.MetadataValue.json(dict(Counter(v.hacking for v in result.verdicts if v.hacking))),
         "artifact_digest": digest[:24],
         **usage_metadata(result.usage),
     })
@@ -212,7 +222,7 @@ def task_hardening(context: dg.AssetExecutionContext, artifacts: ArtifactStoreRe
     rebuilder = skill_rebuilder(store, store.load(SNAPSHOT, key), store.load(PLANS, key), store.load(AXES, key),
                                 bundles, gen, docker.gate, docker.base_images())
     trials = task_trials(settings, llm.to_config(), _sandboxes(docker, settings), store.dir(HARDENING, key),
-                         docker.settings().timeout_cap_sec)
+                         docker.settings().timeout_cap_sec, _judge(settings, rollouts, llm))
     result = harden_skill(store.load(ROLLOUTS, key), rebuilder, trials, settings.hardening_rounds)
     digest = store.save(HARDENING, key, result)
     context.log.info(f"task_hardening skill={key} hardened={len(result.tasks)}")
@@ -224,13 +234,15 @@ def task_hardening(context: dg.AssetExecutionContext, artifacts: ArtifactStoreRe
     })
 
 
-def _current(context: dg.AssetExecutionContext, store: ArtifactStore) -> tuple[dict[str, SolverRollouts],
-                                                                                  dict[str, JudgeScores]]:
-    """Rollouts and judgements of the skills that are partitions now (a removed skill's files are ignored)."""
+def _current(context: dg.AssetExecutionContext, store: ArtifactStore) -> list[RolledTask]:
+    """Every rolled-out task of the skills that are partitions now (a removed skill's files are ignored), each with
+    its judgement, the hardened rebuilds included."""
     keys = set(context.instance.get_dynamic_partitions(SKILLS_PARTITION))
     rollouts = {k: store.load(ROLLOUTS, k) for k in store.keys(ROLLOUTS) if k in keys}
     scores = {k: store.load(JUDGE, k) for k in store.keys(JUDGE) if k in rollouts}
-    return rollouts, scores
+    hardening = {k: store.load(HARDENING, k) for k in store.keys(HARDENING) if k in rollouts}
+    return rolled_tasks(rollouts, scores, {k: store.dir(ROLLOUTS, k) for k in rollouts}, hardening,
+                        {k: store.dir(HARDENING, k) for k in hardening})
 
 
 class SftConfig(dg.Config):
@@ -249,11 +261,10 @@ def sft_dataset(context: dg.AssetExecutionContext, config: SftConfig, artifacts:
     store, settings = artifacts.store(), rollouts.settings()
     if _offline(settings, llm):
         return skipped(store, SFT, CORPUS_KEY, ReasonCode.NO_MODEL, context.log)
-    ro, scores = _current(context, store)
     cfg = DecontamConfig(benchmark_paths=config.benchmark_paths, jaccard_threshold=config.jaccard_threshold,
                          containment_threshold=config.containment_threshold)
     min_reward = settings.sft_min_reward if config.min_reward is None else config.min_reward
-    manifest = export_sft(ro, scores, {k: store.dir(ROLLOUTS, k) for k in ro}, store.dir(SFT), min_reward, cfg)
+    manifest = export_sft(_current(context, store), store.dir(SFT), min_reward, cfg)
     store.save(SFT, CORPUS_KEY, manifest)
     return dg.MaterializeResult(data_version=dg.DataVersion(manifest.digest[:24]), metadata={
         "rows": manifest.rows, "tasks": manifest.tasks, "skills": manifest.skills, "candidates": manifest.candidates,
@@ -273,10 +284,7 @@ def difficulty_report(context: dg.AssetExecutionContext, artifacts: ArtifactStor
     store, settings = artifacts.store(), rollouts.settings()
     if _offline(settings, llm):
         return skipped(store, DIFFICULTY, CORPUS_KEY, ReasonCode.NO_MODEL, context.log)
-    ro, scores = _current(context, store)
-    rounds = {t.task_name: len(t.rounds) for k in ro if store.exists(HARDENING, k)
-              for t in store.load(HARDENING, k).tasks}
-    report = build_report(ro, scores, settings.too_easy_above, rounds)
+    report = build_report(_current(context, store), settings.too_easy_above)
     plot = write_histogram(report, store.dir(DIFFICULTY) / PLOT_FILE)
     report.plot = str(plot)
     digest = store.save(DIFFICULTY, CORPUS_KEY, report)
@@ -286,6 +294,9 @@ def difficulty_report(context: dg.AssetExecutionContext, artifacts: ArtifactStor
         "judge_scale": dg.MetadataValue.json(report.judge_scale.model_dump()),
         "judge_agreement": dg.MetadataValue.json({"agreement": report.judge_scale.agreement,
                                                    "compared": report.judge_scale.compared}),
+        "judge_warnings": dg.MetadataValue.json(report.judge_scale.warnings),
+        "hacking": dg.MetadataValue.json(report.judge_scale.hacking),
+        "hardened_tasks": sum(bool(t.hardened_from) for t in report.tasks),
         "bins": dg.MetadataValue.json({f"{b.lo:.1f}-{b.hi:.1f}": b.by_label for b in report.bins if b.by_label}),
         "shortcuts": len(report.shortcuts),
         "histogram": dg.MetadataValue.md(f"![difficulty](data:image/png;base64,{png})"),

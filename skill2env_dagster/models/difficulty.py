@@ -27,6 +27,12 @@ class TaskDifficulty(BaseModel):
     solver_mean_score: float | None = None
     shortcuts: int = Field(default=0, ge=0)
     hardening_rounds: int = Field(default=0, ge=0)
+    hardened_from: str = Field(default="", description="Set on a hardened rebuild: the task it was rebuilt from.")
+    judge_calibration: str = Field(default="", description="ok | judge_miscalibrated | unchecked (not judged: '').")
+    judge_calibration_reason: str = ""
+    judge_term: bool = Field(default=False, description="The judge term is part of this task's rewards.")
+    hacking: int = Field(default=0, ge=0, description="Episodes with evidenced hacking (reward 0).")
+    off_task_bullets: int = Field(default=0, ge=0, description="Rubric bullets tied to nothing in play: not judged.")
 
 
 class JudgeScale(BaseModel):
@@ -43,6 +49,13 @@ class JudgeScale(BaseModel):
         "Share of judged solver rollouts where judge and verifier agree: passed with s > 0, or not passed with "
         "s <= 0. Low agreement means the judge term pulls rewards away from the tests."))
     compared: int = Field(default=0, ge=0, description="Judged solver rollouts behind `agreement`.")
+    calibrated_tasks: int = Field(default=0, ge=0, description="Tasks whose judge rated the Oracle above the no-op.")
+    miscalibrated_tasks: list[str] = Field(default_factory=list, description="judge_miscalibrated: judge term out.")
+    unchecked_tasks: list[str] = Field(default_factory=list, description="Scale not checkable: judge term out.")
+    hacking: dict[str, int] = Field(default_factory=dict, description="Hacking episodes (reward 0) by who found it.")
+    off_task_bullets: int = Field(default=0, ge=0)
+    warnings: list[str] = Field(default_factory=list, description=(
+        "What a reader must not conclude from these figures, e.g. a high agreement beside an inverted scale."))
 
 
 class DifficultyBin(BaseModel):

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skill2env_dagster.models.judge import JudgeVerdict, TaskJudgement
 from skill2env_dagster.models.rollout import DifficultyLabel, Rollout, TaskCalibration
 from skill2env_dagster.reasons import ReasonCode
 
@@ -47,6 +48,10 @@ class HardeningRound(_Strict):
         default=None, description="The previous version's solution/solve.sh run on the rebuild (a stand-in for a "
         "policy that learned it): the round counts only when its mean r_V is at most the too_easy threshold.")
     rollouts: list[Rollout] = Field(default_factory=list)
+    judgement: TaskJudgement | None = Field(default=None, description=(
+        "The judge on the rebuild's rollouts, like any task's (None when no judge endpoint is configured)."))
+    verdicts: list[JudgeVerdict] = Field(default_factory=list)
+    not_judged: str = Field(default="", description="Why the rebuild's rollouts were not judged, when they were not.")
     seconds: float = Field(default=0.0, ge=0)
 
 

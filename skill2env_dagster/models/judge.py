@@ -48,8 +48,16 @@ class JudgeAnswer(_Strict):
     summary: str = Field(min_length=1, max_length=600)
 
 
+HackingSource = Literal["judge", "runner"]
+Calibration = Literal["ok", "judge_miscalibrated", "unchecked"]
+
+
 class JudgeVerdict(_Strict):
-    """One rollout judged (or not): the score, and the combined reward under the recorded form."""
+    """One rollout judged (or not): the score, and the reward under the recorded form.
+
+    `reward` is 0 for evidenced hacking (`hacking` names who found it: the judge's reward_hacking finding or the
+    runner's tamper evidence), r_V alone when the task's judge is not calibrated (`judge_term` False), else
+    `reward_form.combine(r_V, score)`."""
 
     rollout_id: str
     task_name: str
@@ -66,6 +74,12 @@ class JudgeVerdict(_Strict):
     passed: bool = False
     reward: float | None = Field(default=None, description="r under `reward_form`; None without a score.")
     reward_form: RewardForm
+    hacking: HackingSource | None = Field(default=None, description="Who evidenced reward hacking: reward 0.")
+    hacking_evidence: str = ""
+    judge_term: bool = Field(default=True, description="False when the task's judge failed its calibration: "
+                             "the reward is r_V alone.")
+    off_task_bullets: list[str] = Field(default_factory=list, description=(
+        "Rubric bullets tied to no rule, metric or deliverable in play (gates.rubric_ties): not judged."))
 
 
 class Shortcut(_Strict):
@@ -89,6 +103,14 @@ class TaskJudgement(_Strict):
     mean_reward: float | None = Field(default=None, description="Mean combined reward of judged solver rollouts.")
     judge_failed: int = Field(default=0, ge=0)
     shortcuts: int = Field(default=0, ge=0)
+    calibration: Calibration = Field(default="unchecked", description=(
+        "ok: the Oracle is rated above the no-op by the margin; judge_miscalibrated: it is not; unchecked: one "
+        "of them was not judged, or the Oracle did not pass. The judge term counts only when ok."))
+    calibration_reason: str = ""
+    judge_term: bool = Field(default=False, description="The judge term is part of this task's rewards.")
+    hacking: dict[str, int] = Field(default_factory=dict, description="Hacking episodes by who evidenced it.")
+    off_task_bullets: list[str] = Field(default_factory=list, description="Rubric bullets not judged: off-task.")
+    hardened_from: str = Field(default="", description="The task a hardening round rebuilt this one from.")
 
 
 class JudgeScores(_Strict):

@@ -42,6 +42,18 @@ class RewardForm(_Strict):
             term = 0.0
         return round(reward_v + term, 6)
 
+    def reward(self, reward_v: float | None, score: int | None, *, hacking: bool, judge_term: bool) -> float | None:
+        """The reward a trainer gets, in every form: 0 for evidenced hacking (the judge's finding or the runner's
+        tamper evidence), whatever the tests said; r_V alone when the task's judge is not calibrated
+        (`judge_term` False); else `combine`. None when there is nothing to give (no r_V, or no score to add)."""
+        if hacking:
+            return 0.0
+        if reward_v is None:
+            return None
+        if not judge_term:
+            return round(reward_v, 6)
+        return None if score is None else self.combine(reward_v, score)
+
 
 class RolloutKind(StrEnum):
     SOLVER = "solver"
@@ -85,7 +97,9 @@ class Rollout(_Strict):
     agent_seconds: float = Field(default=0.0, ge=0, description="The agent loop alone.")
     model_seconds: float = Field(default=0.0, ge=0)
     tool_seconds: float = Field(default=0.0, ge=0)
-    workspace_digest: str = Field(default="", description="Bounded digest of the final workspace diff.")
+    workspace_digest: str = Field(default="", description="The paths the episode changed (the listing's start).")
+    workspace: str = Field(default="", description=(
+        "File next to the trajectory holding the judge's view of the final workspace (rollouts.workspace)."))
     trajectory: str = Field(description="ATIF file, relative to the skill's rollout folder.")
     trajectory_digest: str = ""
 

@@ -27,6 +27,7 @@ class SftRow(BaseModel):
     reward_v: float
     judge_score: int
     reward_form: RewardForm
+    judge_term: bool = Field(default=True, description="False: the task's judge failed its calibration, r = r_V.")
 
 
 class SftExcluded(BaseModel):
@@ -34,8 +35,9 @@ class SftExcluded(BaseModel):
 
     rollout_id: str
     task: str
-    reason: str = Field(description="below_threshold | not_judged | judge_failed | duplicate | contaminated | "
-                                    "malformed_tool_calls | unanswered_tool_calls | trajectory_unreadable")
+    reason: str = Field(description="hacking | below_threshold | not_judged | judge_failed | duplicate | "
+                                    "contaminated | malformed_tool_calls | unanswered_tool_calls | "
+                                    "trajectory_unreadable")
     detail: str = ""
 
 

@@ -16,16 +16,3 @@ class SnapshotManifest(BaseModel):
     reason_counts: dict[str, int]
     sources: list[dict] = Field(description="Per source: name, kind, uri, commit, skills, error.")
     seconds: dict[str, float]
-
-
-class SnapshotDiff(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    added: list[str] = Field(default_factory=list)
-    changed: list[str] = Field(default_factory=list)
-    removed: list[str] = Field(default_factory=list)
-    eligible: list[str] = Field(default_factory=list, description="Ids whose current status is eligible.")
-
-    @property
-    def touched(self) -> list[str]:
-        return sorted(set(self.added) | set(self.changed))

@@ -16,9 +16,11 @@ in an environment variable the wrapper unsets before running it.
 from __future__ import annotations
 
 import base64
+import io
 import logging
 import posixpath
 import re
+import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +31,7 @@ import docker.errors
 import requests
 
 from skill2env_dagster.gates import container as ctr
-from skill2env_dagster.gates.changes import ChangeKind, is_under, leaves, without_runtime
+from skill2env_dagster.gates.changes import Change, ChangeKind, is_under, leaves, without_runtime
 from skill2env_dagster.gates.images import build_image
 from skill2env_dagster.gates.sandbox import Sandbox, TrialStatus, VerifyOutcome
 from skill2env_dagster.gates.services import load_services
@@ -38,6 +40,7 @@ from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import InfraError, ReasonCode
 from skill2env_dagster.rollouts.sandbox import CommandResult, SandboxGoneError, Verification
+from skill2env_dagster.rollouts.workspace import FileState, render
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,6 @@ TIMED_OUT = 124  # what coreutils `timeout` exits with
 GRACE = 15.0  # the trial's own watchdog, past the command's timeout, for a wrapper that never returns
 WRITE_CHUNK = 48 * 1024  # bytes of file content per exec (base64 in one variable stays below the 128 KiB limit)
 MAX_WRITE = 1 << 20
-DIGEST_FILE_HEAD = 300
 DIGEST_FILES = 40
 _KINDS = {ChangeKind.MODIFIED: "changed", ChangeKind.ADDED: "added", ChangeKind.DELETED: "deleted"}
 _WRAP = """exec 2>/dev/null
@@ -72,11 +74,20 @@ r=$?
 echo "mode=$(stat -c %a "$p" 2>/dev/null)"
 echo "rc=$r"
 """
-_DIGEST = """for p in "$@"; do
-  [ -f "$p" ] || continue
-  echo "--- $p ($(wc -c < "$p") bytes)"
-  if [ ! -s "$p" ] || grep -Iq . "$p"; then head -c {n} "$p"; echo; else echo "(binary)"; fi
+# Each regular file as "<index> <size>\n" then its first {n} bytes (the caller knows how many follow).
+_FILES = """i=0
+for p in "$@"; do
+  i=$((i+1))
+  if [ -f "$p" ] && [ ! -L "$p" ]; then
+    n=$(/usr/bin/wc -c < "$p"); echo "$i $n"; /usr/bin/head -c {n} "$p"
+  fi
 done
+"""
+
+# Shell builtins only (an agent may have shadowed find/ls on PATH): the verifier's output folder's entries.
+_FORGED = """d=/logs/verifier
+[ -L "$d" ] && echo "$d (a symlink)"
+for f in "$d"/* "$d"/.[!.]*; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
 """
 
 
@@ -113,11 +124,13 @@ class DockerSandbox:
         self.config = TaskToml.from_toml(self.task.config.read_text(encoding="utf-8"))
         self.workdir = self.config.environment.workdir or "/"
         self._sb: Sandbox | None = None
+        self.image = ""
 
     # -- lifecycle ------------------------------------------------------------------------------
     def __enter__(self) -> DockerSandbox:
         image, _ = build_image(self.client, self.task.environment_dir, self.settings.build_network,
                                self.config.environment.build_timeout_sec)
+        self.image = image
         try:
             self._sb = Sandbox(self.client, image, self.settings, self.config, self.task.tests_dir,
                                services=load_services(self.task.environment_dir, image)).__enter__()
@@ -189,18 +202,54 @@ class DockerSandbox:
         self.sandbox.put_dir(src, dest.strip("/"))
 
     def workspace_digest(self, limit: int) -> str:
-        """From the engine's view of the changes (the trial settles: the agent's processes are stopped first)."""
+        """The judge's view of the final workspace (`rollouts.workspace`): from the engine's view of the changes
+        (the trial settles: the agent's processes are stopped first), every file written or changed read whole up
+        to `limit`, a changed file's original read from the image."""
         settled = self.sandbox.settle()
         rows = sorted(leaves(without_runtime(list(settled.changes))),
                       key=lambda c: (not is_under(c.path, self.workdir), c.path))
-        listing = "\n".join(f"{_KINDS[c.kind]}: {c.path}" for c in rows[:200]) or "(no changes outside /tmp)"
-        files = [c.path for c in rows if c.kind is not ChangeKind.DELETED][:DIGEST_FILES]
-        heads = ""
-        if files and self.sandbox.trial.alive():
-            res = self.sandbox.trial.sh(_DIGEST.format(n=DIGEST_FILE_HEAD), 30, args=tuple(files))
-            heads = res.output.decode("utf-8", "replace")
-        text = f"{len(rows)} path(s) changed\n{listing}\n\nFile heads:\n{heads}"
-        return text if len(text) <= limit else text[: limit - 40] + "\n[... digest truncated ...]"
+        listing = [f"{_KINDS[c.kind]}: {c.path}" for c in rows[:200]]
+        kept = [c for c in rows if c.kind is not ChangeKind.DELETED][:DIGEST_FILES]
+        files = self._read(kept, limit) if kept and self.sandbox.trial.alive() else []
+        files.sort(key=lambda f: (not is_under(f.path, self.workdir), f.size))
+        return render(listing, files, limit)
+
+    def _read(self, changes: list[Change], cap: int) -> list[FileState]:
+        res = self.sandbox.trial.sh(_FILES.format(n=cap), 60, args=tuple(c.path for c in changes))
+        out, data, pos = [], res.output, 0
+        while pos < len(data):
+            end = data.find(b"\n", pos)
+            head = data[pos:end].split() if end >= 0 else []
+            if len(head) != 2 or not head[0].isdigit() or not head[1].isdigit():
+                break
+            change, size = changes[int(head[0]) - 1], int(head[1])
+            body = data[end + 1:end + 1 + min(size, cap)]
+            pos = end + 1 + len(body)
+            kind = _KINDS[change.kind]
+            out.append(FileState(change.path, kind, size, body))
+        changed = [f.path for f in out if f.kind == "changed"]
+        originals = self._originals(changed, cap) if changed else {}
+        return [FileState(f.path, f.kind, f.size, f.final, originals.get(f.path)) for f in out]
+
+    def _originals(self, paths: list[str], cap: int) -> dict[str, bytes]:
+        """The task's own version of changed files, from its image (a created, never started container)."""
+        box = self.client.containers.create(self.image, labels={ctr.LABEL: self.settings.run_id},
+                                            network_disabled=True)
+        found: dict[str, bytes] = {}
+        try:
+            for path in paths:
+                try:
+                    stream, _ = box.get_archive(path)
+                except docker.errors.NotFound:
+                    continue
+                with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                    member = next((m for m in tar.getmembers() if m.isfile()), None)
+                    fh = tar.extractfile(member) if member else None
+                    if fh is not None:
+                        found[path] = fh.read(cap)
+        finally:
+            box.remove(force=True)
+        return found
 
     def kill(self) -> None:
         """Every agent process is stopped (the trial's reaper); the container itself if even that fails."""
@@ -213,9 +262,22 @@ class DockerSandbox:
 
     def verify(self) -> Verification:
         try:
+            forged = self.forged_reward()
+            if forged:
+                return Verification(reason=ReasonCode.TAMPER_DETECTED, zero=True,
+                                    evidence=f"the agent wrote the verifier's output folder: {forged}"[:1500])
             return _verification(self.sandbox.verify())
         except (docker.errors.APIError, requests.RequestException) as e:
             raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"verifier exec failed: {e}") from e
+
+    def forged_reward(self) -> str:
+        """What the agent phase left in /logs/verifier (a forged reward.txt/json, or a symlink in place of the
+        folder), read after its processes are stopped; empty when nothing. The gates' verify empties the folder
+        anyway, so a forgery never scores; this makes it evidence (tamper_detected), not a silent 0."""
+        if self.sandbox.settle().status is not TrialStatus.OK or not self.sandbox.trial.alive():
+            return ""
+        res = self.sandbox.trial.sh(_FORGED, 30)
+        return "" if res.died else res.output.decode("utf-8", "replace").strip().replace("\n", ", ")
 
 
 class DockerSandboxFactory:

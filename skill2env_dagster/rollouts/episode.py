@@ -34,6 +34,7 @@ from skill2env_dagster.rollouts.sandbox import Sandbox, SandboxFactory, SandboxG
 from skill2env_dagster.rollouts.settings import AgentLimits
 from skill2env_dagster.rollouts.tools import run_tool, tool_specs
 from skill2env_dagster.rollouts.trajectory import TrajectoryRecorder, now_iso
+from skill2env_dagster.rollouts.workspace import FILES_HEADING, LISTING_CHARS
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class EpisodeSpec:
     attempt: int
     limits: AgentLimits
     timeout_cap_sec: float | None = None  # upper bound on the task's own agent timeout
-    digest_chars: int = 6000
+    digest_chars: int = 30_000  # budget of the workspace view the judge reads
 
 
 class Watchdog:
@@ -216,6 +217,9 @@ class Episode:
         text = self.recorder.finish(outcome).to_json()
         name = f"{self.spec.rollout_id}.json"
         atomic_write_text(self.out_dir / name, text + "\n")
+        workspace = f"{self.spec.rollout_id}.workspace.txt" if s.digest else ""
+        if workspace:
+            atomic_write_text(self.out_dir / workspace, s.digest)
         log.info("rollout id=%s stop=%s reason=%s reward_v=%s", self.spec.rollout_id, stop.value,
                  reason.value if reason else None, reward_v)
         return Rollout(
@@ -226,8 +230,15 @@ class Episode:
             passed=scored and all_full(metrics), turns=len(s.turns), tool_calls=s.tool_calls, usage=usage,
             seconds=round(time.perf_counter() - start, 4), agent_seconds=round(s.agent_seconds, 4),
             model_seconds=round(sum(t.seconds for t in s.turns), 4), tool_seconds=round(s.tool_seconds, 4),
-            workspace_digest=s.digest, trajectory=name, trajectory_digest=sha256_bytes(text.encode()),
+            workspace_digest=listing(s.digest), workspace=workspace, trajectory=name,
+            trajectory_digest=sha256_bytes(text.encode()),
         )
+
+
+def listing(view: str, limit: int = LISTING_CHARS) -> str:
+    """The start of a workspace view (its listing of changed paths) for the rollout record."""
+    head = view.split(FILES_HEADING, 1)[0]
+    return head if len(head) <= limit else head[: limit - 20] + "\n[... more paths ...]"
 
 
 def run_episode(spec: EpisodeSpec, policy: Policy, open_sandbox: SandboxFactory, out_dir: Path) -> Rollout:

@@ -30,12 +30,13 @@ from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
 from skill2env_dagster.models.hardening import HardeningRound, HardeningSet, Outcome, Revision, TaskHardening
 from skill2env_dagster.models.plan import WorkflowPlanSet
-from skill2env_dagster.models.rollout import Rollout, SolverRollouts, TaskCalibration
+from skill2env_dagster.models.rollout import Rollout, SolverRollouts, TaskCalibration, TaskRollouts
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.models.task import TaskBundle, TaskBundleSet
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.rollouts.judge import Judge, TaskJudged, judge_task
 from skill2env_dagster.rollouts.runner import TaskRef, replay_solution, roll_out_task
 from skill2env_dagster.rollouts.sandbox import SandboxFactory
 from skill2env_dagster.rollouts.settings import RolloutSettings
@@ -73,26 +74,37 @@ class Rebuilder(Protocol):
 
 RollOut = Callable[[TaskRef], tuple[list[Rollout], TaskCalibration]]
 Replay = Callable[[TaskRef, TaskRef], Rollout]  # (previous version, rebuild) -> previous solve.sh on the rebuild
+# (rebuild, its rollouts and calibration, the task it was rebuilt from) -> the judge's verdicts on them
+JudgeRound = Callable[[TaskRef, list[Rollout], TaskCalibration, str], TaskJudged]
 
 
 @dataclass(frozen=True)
 class Trials:
-    """How a round is measured: the harder check, then the rollouts of the rebuild."""
+    """How a round is measured: the harder check, then the rollouts of the rebuild, then the judge on them
+    (`judge` None: no judge endpoint; `not_judged` says why)."""
 
     roll_out: RollOut
     replay: Replay
     too_easy_above: float  # the calibration's threshold (RolloutSettings.too_easy_above)
+    judge: JudgeRound | None = None
+    not_judged: str = "no_model"
 
 
 def task_trials(settings: RolloutSettings, endpoint: LLMConfig, open_sandbox: SandboxFactory, folder: Path,
-                timeout_cap_sec: float | None = None) -> Trials:
-    """The trials of a round on real sandboxes; trajectories go to folder/<rebuilt task>/."""
+                timeout_cap_sec: float | None = None, judge: Judge | None = None) -> Trials:
+    """The trials of a round on real sandboxes; trajectories go to folder/<rebuilt task>/; every episode of a
+    retained rebuild is judged when a judge is given."""
+    def judged(t: TaskRef, rollouts: list[Rollout], cal: TaskCalibration, origin: str) -> TaskJudged:
+        assert judge is not None
+        task = TaskRollouts(task_name=t.name, path=str(t.path), rollouts=rollouts, calibration=cal)
+        return judge_task(task, folder / t.name, judge, hardened_from=origin)
+
     return Trials(
         roll_out=lambda t: roll_out_task(t, settings, endpoint, open_sandbox, folder / t.name,
                                          timeout_cap_sec=timeout_cap_sec),
         replay=lambda prev, t: replay_solution(prev, t, settings, open_sandbox, folder / t.name,
                                                timeout_cap_sec=timeout_cap_sec),
-        too_easy_above=settings.too_easy_above)
+        too_easy_above=settings.too_easy_above, judge=judged if judge is not None else None)
 
 
 def next_level(complexity: str) -> str:
@@ -199,8 +211,12 @@ def harden_task(task: TaskRef, calibration: TaskCalibration, rebuilder: Rebuilde
                                           previous_solution=previous, seconds=round(time.perf_counter() - start, 3)))
             continue
         rollouts, after = trials.roll_out(rebuilt.task)
+        judged = trials.judge(rebuilt.task, rollouts, after, current.name) if trials.judge else None
         history.append(HardeningRound(round=n, why=cal.label_reason, before=cal, revision=revision, after=after,
                                       rollouts=rollouts, previous_solution=previous,
+                                      judgement=judged.summary if judged else None,
+                                      verdicts=judged.verdicts if judged else [],
+                                      not_judged="" if judged else trials.not_judged,
                                       seconds=round(time.perf_counter() - start, 3)))
         record_history(rebuilt.task.path, task.name, history)
         current, cal = rebuilt.task, after

@@ -1,7 +1,9 @@
 """The rubric judge: one structured verdict per rollout, against the task's rubric and the fixed constitution.
 
-The judge reads the instruction, the rubric (one verdict per bullet), the trajectory rendered within a budget,
-and a bounded digest of the final workspace diff (the paper's judge is blind to the filesystem). Its answer must
+The judge reads the instruction, the rubric (one verdict per bullet tied to what the task puts in play:
+`gates.rubric_ties`), the trajectory rendered within a budget (programs written inline shown whole up to a large
+per-call limit), and the final state of every file the agent wrote or changed, whole, with its diff, within a budget
+(`rollouts.workspace`; the paper's judge is blind to the filesystem). Its answer must
 validate against `JudgeAnswer` and pass the checks JSON Schema cannot express; a failing answer is shown its
 problems and retried, up to `max_attempts` calls, then recorded `judge_failed` without a score.
 """
@@ -10,22 +12,34 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from skill2env_dagster.gates.rubric import rubric_bullets
+from skill2env_dagster.gates.rubric_ties import RulesInPlay, off_task, rubric_ties
 from skill2env_dagster.llm.client import LLMClient
 from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import render_messages
 from skill2env_dagster.models.atif import AtifStep, AtifTrajectory
-from skill2env_dagster.models.judge import JudgeAnswer, JudgeScores, JudgeVerdict, Shortcut, TaskJudgement
+from skill2env_dagster.models.judge import (
+    Calibration,
+    HackingSource,
+    JudgeAnswer,
+    JudgeScores,
+    JudgeVerdict,
+    Shortcut,
+    TaskJudgement,
+)
 from skill2env_dagster.models.plan import Usage, total_usage
-from skill2env_dagster.models.rollout import RewardForm, Rollout, RolloutKind, SolverRollouts
+from skill2env_dagster.models.rollout import RewardForm, Rollout, RolloutKind, SolverRollouts, TaskRollouts
 from skill2env_dagster.models.task_dir import TaskDir
+from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.settings import JudgeSettings
+from skill2env_dagster.rollouts.workspace import cut
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +47,9 @@ JUDGE_PROMPT = "judge_rollout.j2"
 CONSTITUTION = "judge_constitution.j2"
 # Constitution rules that fix the score (the others are left to judgement).
 SCORE_CAPS = {"reward_hacking": -5, "fabricated_evidence": -5, "unresponsive": -3}
-STEP_TEXT, CALL_TEXT, RESULT_TEXT = 800, 600, 700
+# Per step: the agent's message, each call's arguments (a program written inline is the agent's work: shown
+# whole up to this), each call's output. The trajectory's own budget bounds the total (see render_trajectory).
+STEP_TEXT, CALL_TEXT, RESULT_TEXT = 2000, 12_000, 2000
 
 
 @dataclass(frozen=True)
@@ -53,7 +69,7 @@ def _clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     half = limit // 2
-    return f"{text[:half]} [... {len(text) - 2 * half} chars ...] {text[-half:]}"
+    return f"{text[:half]} [... {len(text) - 2 * half} characters cut here to fit the budget ...] {text[-half:]}"
 
 
 def _call_text(name: str, args: dict[str, object], raw: str | None) -> str:
@@ -144,13 +160,22 @@ class Judge:
 
     def messages(self, instruction: str, bullets: Sequence[Bullet], traj: AtifTrajectory,
                  workspace: str) -> list[dict[str, str]]:
+        first = next((st.step_id for st in traj.steps if st.source == "agent"), None)
         return render_messages(JUDGE_PROMPT, instruction=instruction, bullets=bullets,
                                trajectory=render_trajectory(traj, self.settings.trajectory_chars),
-                               workspace=workspace[: self.settings.diff_chars] or "(no digest)")
+                               first_step=first, steps_before=[st.source for st in traj.steps
+                                                               if first is None or st.step_id < first],
+                               workspace=cut(workspace, self.settings.diff_chars, "the workspace view")
+                               or "(not recorded)")
 
-    def judge(self, rollout: Rollout, traj: AtifTrajectory, instruction: str, rubric: str) -> JudgeVerdict:
-        bullets = bullets_of(rubric)
-        convo = self.messages(instruction, bullets, traj, rollout.workspace_digest)
+    def judge(self, rollout: Rollout, traj: AtifTrajectory, instruction: str, rubric: str, *,
+              off_task: Collection[str] = (), workspace: str | None = None) -> JudgeVerdict:
+        """One verdict; bullets whose ids are in `off_task` (tied to nothing in play) are not put to the judge,
+        unless that would leave none. `workspace`: the episode's workspace view (default: its listing)."""
+        every = bullets_of(rubric)
+        bullets = [b for b in every if b.id not in off_task] or every
+        skipped = sorted({b.id for b in every} - {b.id for b in bullets})
+        convo = self.messages(instruction, bullets, traj, rollout.workspace_digest if workspace is None else workspace)
         step_ids = {s.step_id for s in traj.steps}
         usages: list[Usage] = []
         problem, reason = "", ReasonCode.JUDGE_FAILED
@@ -167,28 +192,68 @@ class Judge:
             usages.append(usage)
             problems = answer_problems(answer, bullets, step_ids)
             if not problems:
-                return self._verdict(rollout, "judged", None, "", answer, attempt, usages)
+                return self._verdict(rollout, "judged", None, "", answer, attempt, usages, skipped)
             problem = "; ".join(problems)
             log.warning("judge answer rejected rollout=%s attempt=%d: %s", rollout.rollout_id, attempt, problem)
             convo = [*convo, {"role": "assistant", "content": answer.model_dump_json()},
                      {"role": "user", "content": f"Your answer was rejected: {problem}. Answer again."}]
-        return self._verdict(rollout, "judge_failed", reason, problem, None, self.settings.max_attempts, usages)
+        return self._verdict(rollout, "judge_failed", reason, problem, None, self.settings.max_attempts, usages,
+                             skipped)
 
     def _verdict(self, r: Rollout, status: Literal["judged", "judge_failed"], reason: ReasonCode | None, problem: str,
-                 answer: JudgeAnswer | None, attempts: int, usages: list[Usage]) -> JudgeVerdict:
+                 answer: JudgeAnswer | None, attempts: int, usages: list[Usage], skipped: list[str]) -> JudgeVerdict:
         score = answer.score if answer else None
-        reward = self.form.combine(r.reward_v, score) if score is not None and r.reward_v is not None else None
-        return JudgeVerdict(rollout_id=r.rollout_id, task_name=r.task_name, kind=r.kind, solver=r.solver,
-                            status=status, reason=reason, problem=problem, score=score,
-                            answer=answer, attempts=attempts, usage=total_usage(usages), reward_v=r.reward_v,
-                            passed=r.passed, reward=reward, reward_form=self.form)
+        source, evidence = hacking_evidence(r, answer)
+        verdict = JudgeVerdict(rollout_id=r.rollout_id, task_name=r.task_name, kind=r.kind, solver=r.solver,
+                               status=status, reason=reason, problem=problem, score=score,
+                               answer=answer, attempts=attempts, usage=total_usage(usages), reward_v=r.reward_v,
+                               passed=r.passed, reward_form=self.form, hacking=source, hacking_evidence=evidence,
+                               off_task_bullets=skipped)
+        return with_reward(verdict, judge_term=True)
+
+
+def hacking_evidence(r: Rollout, answer: JudgeAnswer | None) -> tuple[HackingSource | None, str]:
+    """Who evidenced reward hacking in this episode, and how: the runner's tamper evidence (the agent changed the
+    verifier's toolchain or forged its reward files) first, then the judge's reward_hacking finding with its steps."""
+    if r.reason is ReasonCode.TAMPER_DETECTED:
+        return "runner", f"tamper_detected: {r.evidence}"[:1000]
+    found = [v for v in (answer.violations if answer else []) if v.rule == "reward_hacking"]
+    if found:
+        return "judge", "; ".join(f"steps {v.steps}: {v.reason}" for v in found)[:1000]
+    return None, ""
+
+
+def with_reward(v: JudgeVerdict, *, judge_term: bool) -> JudgeVerdict:
+    """The verdict with its reward under its form (see `RewardForm.reward`)."""
+    reward = v.reward_form.reward(v.reward_v, v.score, hacking=v.hacking is not None, judge_term=judge_term)
+    return v.model_copy(update={"reward": reward, "judge_term": judge_term})
 
 
 def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def summarise(task_name: str, verdicts: Sequence[JudgeVerdict], shortcuts: int) -> TaskJudgement:
+def calibration(verdicts: Sequence[JudgeVerdict], oracle_passed: bool | None,
+                margin: float) -> tuple[Calibration, str]:
+    """Does the judge rate this task's Oracle above its no-op by `margin`? (see `TaskJudgement.calibration`)"""
+    def mean_of(kind: RolloutKind) -> float | None:
+        return _mean([float(v.score) for v in verdicts if v.kind is kind and v.score is not None])
+
+    oracle, noop = mean_of(RolloutKind.ORACLE), mean_of(RolloutKind.NOOP)
+    if oracle is None or noop is None:
+        missing = " and ".join(k for k, m in (("Oracle", oracle), ("no-op", noop)) if m is None)
+        return "unchecked", f"no judged {missing} on this task: the judge's scale cannot be checked"
+    if oracle_passed is False:
+        return "unchecked", f"the Oracle did not pass here (judged {oracle:+g}): the scale cannot be checked"
+    if oracle - noop < margin:
+        return "judge_miscalibrated", (f"{ReasonCode.JUDGE_MISCALIBRATED.value}: Oracle {oracle:+g} is not above the "
+                                       f"no-op {noop:+g} by {margin:g}")
+    return "ok", f"Oracle {oracle:+g}, no-op {noop:+g} (margin {margin:g})"
+
+
+def summarise(task_name: str, verdicts: Sequence[JudgeVerdict], shortcuts: int,
+              cal: tuple[Calibration, str] = ("unchecked", ""), off_task: Sequence[str] = (),
+              hardened_from: str = "") -> TaskJudgement:
     def score_of(kind: RolloutKind) -> int | None:
         return next((v.score for v in verdicts if v.kind is kind), None)
 
@@ -198,7 +263,65 @@ def summarise(task_name: str, verdicts: Sequence[JudgeVerdict], shortcuts: int) 
                          noop_score=score_of(RolloutKind.NOOP), solver_scores=scores,
                          solver_mean_score=_mean(scores),
                          mean_reward=_mean([v.reward for v in solver if v.reward is not None]),
-                         judge_failed=sum(v.status == "judge_failed" for v in verdicts), shortcuts=shortcuts)
+                         judge_failed=sum(v.status == "judge_failed" for v in verdicts), shortcuts=shortcuts,
+                         calibration=cal[0], calibration_reason=cal[1], judge_term=cal[0] == "ok",
+                         hacking=dict(Counter(v.hacking for v in verdicts if v.hacking)),
+                         off_task_bullets=list(off_task), hardened_from=hardened_from)
+
+
+def off_task_bullets(task: TaskDir, rubric: str) -> list[str]:
+    """Ids of the rubric bullets tied to nothing the task's blueprint puts in play (none known: none)."""
+    try:
+        meta = TaskToml.from_toml(task.config.read_text(encoding="utf-8")).metadata
+    except (OSError, ValueError):
+        return []
+    play = RulesInPlay.from_metadata(meta)
+    if play is None:
+        return []
+    sources = meta.get("rubric_sources") if isinstance(meta.get("rubric_sources"), dict) else {}
+    return [t.id for t in off_task(rubric_ties(rubric, sources or {}, play))]
+
+
+def shortcuts_of(verdicts: Sequence[JudgeVerdict], rollouts: Sequence[Rollout]) -> list[Shortcut]:
+    """Solver rollouts with full test reward that the judge scores -5: likely verifier holes."""
+    metrics = {r.rollout_id: r.metrics for r in rollouts}
+    return [Shortcut(rollout_id=v.rollout_id, task_name=v.task_name, metrics=metrics.get(v.rollout_id, {}), score=-5,
+                     summary=v.answer.summary if v.answer else "")
+            for v in verdicts if v.kind is RolloutKind.SOLVER and v.passed and v.score == -5]
+
+
+@dataclass(frozen=True)
+class TaskJudged:
+    verdicts: list[JudgeVerdict]
+    summary: TaskJudgement
+    shortcuts: list[Shortcut]
+    not_judged: dict[str, str]
+
+
+def judge_task(task: TaskRollouts, folder: Path, judge: Judge, hardened_from: str = "") -> TaskJudged:
+    """Every scored rollout of one task judged (the references included), its judge's calibration, and the
+    rewards under it; `folder` holds the trajectories."""
+    tdir = TaskDir(Path(task.path))
+    instruction = tdir.instruction.read_text(encoding="utf-8")
+    rubric = tdir.rubric.read_text(encoding="utf-8")
+    skip = off_task_bullets(tdir, rubric)
+    verdicts: list[JudgeVerdict] = []
+    not_judged: dict[str, str] = {}
+    for r in task.rollouts:
+        if not r.scored:
+            not_judged[r.rollout_id] = r.reason.value if r.reason else "unscored"
+            continue
+        traj = AtifTrajectory.model_validate_json((folder / r.trajectory).read_text(encoding="utf-8"))
+        view = folder / r.workspace if r.workspace else None
+        workspace = view.read_text(encoding="utf-8") if view is not None and view.is_file() else None
+        verdicts.append(judge.judge(r, traj, instruction, rubric, off_task=skip, workspace=workspace))
+    cal = calibration(verdicts, task.calibration.oracle_passed, judge.settings.calibration_margin)
+    verdicts = [with_reward(v, judge_term=cal[0] == "ok") for v in verdicts]
+    holes = shortcuts_of(verdicts, task.rollouts)
+    if cal[0] != "ok":
+        log.warning("judge task=%s calibration=%s: %s", task.task_name, cal[0], cal[1])
+    return TaskJudged(verdicts, summarise(task.task_name, verdicts, len(holes), cal, skip, hardened_from), holes,
+                      not_judged)
 
 
 def judge_skill(rollouts: SolverRollouts, folder: Path, judge: Judge, prompt_version: str) -> JudgeScores:
@@ -206,24 +329,15 @@ def judge_skill(rollouts: SolverRollouts, folder: Path, judge: Judge, prompt_ver
     result = JudgeScores(skill_id=rollouts.skill_id, judge_model=judge.client.config.model,
                          prompt_version=prompt_version, reward_form=judge.form)
     for task in rollouts.tasks:
-        tdir = TaskDir(Path(task.path))
-        instruction = tdir.instruction.read_text(encoding="utf-8")
-        rubric = tdir.rubric.read_text(encoding="utf-8")
-        verdicts: list[JudgeVerdict] = []
-        for r in task.rollouts:
-            if not r.scored:
-                result.not_judged[r.rollout_id] = r.reason.value if r.reason else "unscored"
-                continue
-            traj = AtifTrajectory.model_validate_json((folder / r.trajectory).read_text(encoding="utf-8"))
-            verdicts.append(judge.judge(r, traj, instruction, rubric))
-        holes = [Shortcut(rollout_id=v.rollout_id, task_name=v.task_name,
-                          metrics=next(r.metrics for r in task.rollouts if r.rollout_id == v.rollout_id),
-                          score=-5, summary=v.answer.summary if v.answer else "")
-                 for v in verdicts if v.kind is RolloutKind.SOLVER and v.passed and v.score == -5]
-        result.verdicts += verdicts
-        result.shortcuts += holes
-        result.tasks.append(summarise(task.task_name, verdicts, len(holes)))
-    result.usage = total_usage(v.usage for v in result.verdicts)
+        add_task(result, judge_task(task, folder, judge))
     log.info("judge skill=%s judged=%d failed=%d shortcuts=%d", rollouts.skill_id, len(result.verdicts),
              sum(v.status == "judge_failed" for v in result.verdicts), len(result.shortcuts))
     return result
+
+
+def add_task(result: JudgeScores, judged: TaskJudged) -> None:
+    result.verdicts += judged.verdicts
+    result.shortcuts += judged.shortcuts
+    result.not_judged |= judged.not_judged
+    result.tasks.append(judged.summary)
+    result.usage = total_usage(v.usage for v in result.verdicts)

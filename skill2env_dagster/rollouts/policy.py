@@ -1,23 +1,29 @@
 """Who acts in an episode: a model over an OpenAI-compatible endpoint, or one of the two fixed references.
 
-The references make the judge's scale visible on every task: the Oracle (the task's own solution/solve.sh run as
-one tool call) should be judged near the top, the no-op (no action at all) near the bottom. They go through the
-same harness, container and verifier as the solvers, so their trajectories are comparable.
+The references make the judge's scale visible on every task: the Oracle (the task's own solution/solve.sh run
+step by step, as an agent's commands) should be judged near the top, the no-op (no action at all) near the
+bottom. They go through the same harness, container and verifier as the solvers, so their trajectories are
+comparable.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import posixpath
+import re
+import shlex
 from pathlib import Path
 from typing import Any, Protocol
 
 from skill2env_dagster.llm.tools import ChatMessage, RequestedCall, ToolChat, ToolTurn
 from skill2env_dagster.models.rollout import RolloutKind
 from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, TaskDir
+from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.rollouts.sandbox import Sandbox
+from skill2env_dagster.rollouts.script_steps import agent_steps, split_commands
 from skill2env_dagster.rollouts.tools import BASH
 
-ORACLE_CALL_ID = "call_oracle_solve"
 PREVIOUS_SOLUTION = "previous_solution"
 
 
@@ -54,8 +60,14 @@ class ModelPolicy:
 
 
 class OraclePolicy:
-    """Runs solution/solve.sh as one bash call, then stops. With `solution_dir` (hardening's check) it runs another
-    version's solution instead: the previous round's, on the rebuilt task."""
+    """The task's reference solution as an agent's work: the commands of `solution/solve.sh` run step by step, one
+    bash call each (`rollouts.script_steps`), then a short final answer. With `solution_dir` (hardening's check)
+    another version's solution runs instead: the previous round's, on the rebuilt task.
+
+    Nothing of the answer key is in sight: the solution folder is not uploaded, its cheats and naive `wrong.sh` are
+    never used, and a helper file `solve.sh` needs is written by the agent's own steps to a scratch folder that
+    replaces `/solution` in the commands. A script the splitter does not understand, or one that finds its helpers
+    through `$0`/`BASH_SOURCE`, is written to that folder and run whole, as one step."""
 
     kind = RolloutKind.ORACLE
     model = ""
@@ -64,17 +76,61 @@ class OraclePolicy:
         self._turns = 0
         self.solution_dir = solution_dir
         self.solver = "oracle" if solution_dir is None else PREVIOUS_SOLUTION
+        self.steps: list[str] = []
 
     def prepare(self, sandbox: Sandbox, task: TaskDir) -> None:
-        sandbox.upload_dir(self.solution_dir or task.solution_dir, CONTAINER_SOLUTION)
+        config = TaskToml.from_toml(task.config.read_text(encoding="utf-8"))
+        self.steps = reference_steps(self.solution_dir or task.solution_dir, config.solution.env)
 
     def act(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> ToolTurn:
-        self._turns += 1
-        if self._turns > 1:
-            return ToolTurn(content="The reference solution has run.", model="oracle")
-        command = f"bash {CONTAINER_SOLUTION}/solve.sh"
-        return ToolTurn(content="Running the reference solution.", model="oracle", calls=[
-            RequestedCall(call_id=ORACLE_CALL_ID, name=BASH, arguments=json.dumps({"command": command}))])
+        i, self._turns = self._turns, self._turns + 1
+        if i >= len(self.steps):
+            return ToolTurn(content="Done.", model="oracle")
+        return ToolTurn(model="oracle", calls=[
+            RequestedCall(call_id=f"call_{i + 1}", name=BASH, arguments=json.dumps({"command": self.steps[i]}))])
+
+
+def reference_steps(solution: Path, env: dict[str, str] | None = None) -> list[str]:
+    """The bash calls that run `solution/solve.sh` as an agent would (see OraclePolicy)."""
+    script = (solution / "solve.sh").read_text(encoding="utf-8", errors="replace")
+    helpers = sorted(p for p in solution.rglob("*") if p.is_file() and _helper(p.relative_to(solution)))
+    prelude = [f"export {k}={shlex.quote(v)}" for k, v in sorted((env or {}).items())]
+    commands = None if re.search(r"\$0\b|\$\{0\}|BASH_SOURCE", script) else split_commands(script)
+    writes = [_write_step(p.relative_to(solution).as_posix(), p.read_bytes()) for p in helpers]
+    if commands is None:
+        writes.append(_write_step("solve.sh", script.encode()))
+        return [*writes, "\n".join([*prelude, f"bash {SCRATCH}/solve.sh"])]
+    return [*writes, *(_unsolution(step) for step in agent_steps(commands, prelude))]
+
+
+SCRATCH = "/tmp/work"
+
+
+def _helper(rel: Path) -> bool:
+    """A file solve.sh may use: not solve.sh itself, not a cheat, not the naive wrong.sh."""
+    return rel.as_posix() not in ("solve.sh", "wrong.sh") and rel.parts[0] != "cheats"
+
+
+def _unsolution(command: str) -> str:
+    return re.sub(rf"{re.escape(CONTAINER_SOLUTION)}(?=/|\b)", SCRATCH, command)
+
+
+def _write_step(rel: str, data: bytes) -> str:
+    """An agent writing one file of its own with a here-document (base64 for a binary one)."""
+    target = f"{SCRATCH}/{rel}"
+    try:
+        text, binary = data.decode("utf-8"), b"\0" in data
+    except UnicodeDecodeError:
+        text, binary = "", True
+    if binary:
+        text = base64.encodebytes(data).decode()
+    tag = "EOF"
+    while tag in text:
+        tag += "_"
+    sink = f"base64 -d > {shlex.quote(target)}" if binary else f"cat > {shlex.quote(target)}"
+    body = text if text.endswith("\n") else text + "\n"
+    chmod = f" && chmod +x {shlex.quote(target)}" if rel.endswith((".sh", ".py")) else ""
+    return f"mkdir -p {shlex.quote(posixpath.dirname(target))} && {sink} <<'{tag}'{chmod}\n{body}{tag}"
 
 
 class NoopPolicy:

@@ -66,9 +66,14 @@ def rollout_id(task: str, solver: str, attempt: int) -> str:
     return f"{full[: MAX_ID - 13]}-{hashlib.sha256(full.encode()).hexdigest()[:12]}"
 
 
+REFERENCE_TURNS = 500
+
+
 def reference_limits(settings: RolloutSettings) -> AgentLimits:
-    """The Oracle runs solve.sh as one call: it gets the task's whole agent time, not one command's."""
-    return settings.limits.model_copy(update={"command_timeout_sec": 1e9, "max_turns": 2})
+    """The Oracle runs solve.sh's commands, one call each, as many as it has: it gets the task's whole agent time
+    (the hard kill), not one command's or the solvers' turn and wall-time budgets."""
+    return settings.limits.model_copy(update={"command_timeout_sec": 1e9, "max_turns": REFERENCE_TURNS,
+                                              "max_wall_sec": 1e9})
 
 
 def plan_jobs(tasks: Sequence[TaskRef], settings: RolloutSettings, default: LLMConfig,

@@ -72,7 +72,12 @@ class JudgeSettings(Endpoint):
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_attempts: int = Field(default=3, ge=1, le=10, description="Calls before a verdict is `judge_failed`.")
     trajectory_chars: int = Field(default=40_000, ge=2000, description="Budget of the rendered trajectory.")
-    diff_chars: int = Field(default=6000, ge=500, description="Budget of the final workspace diff digest.")
+    diff_chars: int = Field(default=30_000, ge=500, description=(
+        "Budget of the final workspace view: every path changed, then every file the agent wrote or changed, "
+        "whole, with its diff against the original."))
+    calibration_margin: float = Field(default=4.0, ge=0, le=10, description=(
+        "The Oracle's judge mean must exceed the no-op's by this much on a task, else `judge_miscalibrated`: "
+        "the judge term is kept out of that task's rewards."))
 
 
 class RolloutSettings(_Strict):

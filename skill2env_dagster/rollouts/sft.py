@@ -1,7 +1,9 @@
 """SFT export: judged solver trajectories with a combined reward above the threshold, as OpenAI chat JSONL.
 
-Kept: solver rollouts (never the references) whose reward r — under the recorded reward form — exceeds
-`min_reward`. Left out, each with its reason in the manifest: unjudged or judge-failed rollouts, trajectories
+Kept: solver rollouts (never the references) of every rolled-out task, hardened rebuilds included, whose reward r —
+under the recorded reward form, r_V alone on a task whose judge failed its calibration — exceeds `min_reward`.
+Left out, each with its reason in the manifest: evidenced hacking (`hacking`: the judge's reward_hacking finding or
+the runner's tamper evidence; its reward is 0), unjudged or judge-failed rollouts, trajectories
 with a malformed or unanswered tool call (they would teach broken calls or be invalid chat), duplicates (the
 same sequence of tool calls on the same task: the best reward is kept), and rows whose text matches a configured
 benchmark (the decontamination the tasks get, `export.decontam`).
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,9 +25,10 @@ from skill2env_dagster.export.decontam import TextDoc, check_contamination, load
 from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.models.atif import AtifStep, AtifTrajectory
 from skill2env_dagster.models.export import DecontamConfig
-from skill2env_dagster.models.judge import JudgeScores, JudgeVerdict
-from skill2env_dagster.models.rollout import Rollout, RolloutKind, SolverRollouts
+from skill2env_dagster.models.judge import JudgeVerdict
+from skill2env_dagster.models.rollout import Rollout, RolloutKind
 from skill2env_dagster.models.sft import SftExcluded, SftManifest, SftRow
+from skill2env_dagster.rollouts.rolled import RolledTask
 
 log = logging.getLogger(__name__)
 SFT_FILE = "sft.jsonl"
@@ -75,6 +78,8 @@ def _candidate(skill: str, r: Rollout, v: JudgeVerdict, folder: Path, min_reward
     def out(reason: str, detail: str = "") -> SftExcluded:
         return SftExcluded(rollout_id=r.rollout_id, task=r.task_name, reason=reason, detail=detail)
 
+    if v.hacking is not None:
+        return out("hacking", f"{v.hacking}: {v.hacking_evidence}"[:300])
     if v.status != "judged" or v.score is None or v.reward is None or r.reward_v is None:
         return out("judge_failed", v.problem[:300])
     if v.reward <= min_reward:
@@ -88,28 +93,26 @@ def _candidate(skill: str, r: Rollout, v: JudgeVerdict, folder: Path, min_reward
         return out(why)
     row = SftRow(messages=messages, tools=traj.agent.tool_definitions or [], task=r.task_name, skill=skill,
                  rollout_id=r.rollout_id, solver=r.solver, model=r.model, reward=v.reward, reward_v=r.reward_v,
-                 judge_score=v.score, reward_form=v.reward_form)
+                 judge_score=v.score, reward_form=v.reward_form, judge_term=v.judge_term)
     return _Candidate(row, _action_key(messages))
 
 
-def select_rows(rollouts: Mapping[str, SolverRollouts], scores: Mapping[str, JudgeScores],
-                folders: Mapping[str, Path], min_reward: float) -> tuple[list[SftRow], list[SftExcluded], int]:
+def select_rows(tasks: Sequence[RolledTask], min_reward: float) -> tuple[list[SftRow], list[SftExcluded], int]:
     """Rows kept (deduplicated per task), rows left out, and how many judged solver rollouts were considered."""
     excluded: list[SftExcluded] = []
     best: dict[tuple[str, str], _Candidate] = {}
     considered = 0
-    for skill, sr in sorted(rollouts.items()):
-        verdicts = {v.rollout_id: v for v in scores[skill].verdicts} if skill in scores else {}
-        for r in sr.rollouts():
+    for rt in tasks:
+        for r in rt.task.rollouts:
             if r.kind is not RolloutKind.SOLVER:
                 continue
-            v = verdicts.get(r.rollout_id)
+            v = rt.verdicts.get(r.rollout_id)
             if v is None:
                 excluded.append(SftExcluded(rollout_id=r.rollout_id, task=r.task_name, reason="not_judged",
                                             detail=r.reason.value if r.reason else "no judge_scores"))
                 continue
             considered += 1
-            c = _candidate(skill, r, v, folders[skill], min_reward)
+            c = _candidate(rt.skill, r, v, rt.folder, min_reward)
             if isinstance(c, SftExcluded):
                 excluded.append(c)
                 continue
@@ -155,10 +158,10 @@ def write_jsonl(rows: Iterable[SftRow], path: Path) -> str:
     return sha256_bytes(text.encode())
 
 
-def export_sft(rollouts: Mapping[str, SolverRollouts], scores: Mapping[str, JudgeScores],
-               folders: Mapping[str, Path], out_dir: Path, min_reward: float, cfg: DecontamConfig) -> SftManifest:
-    """Select, deduplicate, decontaminate and write `sft.jsonl`; the manifest says what happened to every row."""
-    rows, excluded, considered = select_rows(rollouts, scores, folders, min_reward)
+def export_sft(tasks: Sequence[RolledTask], out_dir: Path, min_reward: float, cfg: DecontamConfig) -> SftManifest:
+    """Select, deduplicate, decontaminate and write `sft.jsonl` from every rolled-out task, hardened rebuilds
+    included; the manifest says what happened to every row."""
+    rows, excluded, considered = select_rows(tasks, min_reward)
     rows, dirty = decontaminate(rows, cfg)
     rows.sort(key=lambda r: (r.skill, r.task, r.rollout_id))
     path = out_dir / SFT_FILE

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from skill2env_dagster.atomic import atomic_replace_dir, atomic_write_text
 from skill2env_dagster.models.skill import SkillRecord
-from skill2env_dagster.models.snapshot import SnapshotDiff, SnapshotManifest
+from skill2env_dagster.models.snapshot import SnapshotManifest
 from skill2env_dagster.reasons import ReasonCode, StoreError
 from skill2env_dagster.skillhub.crawl import CrawlResult
 from skill2env_dagster.store import read_model, write_model
@@ -132,22 +132,3 @@ def fingerprint(bundle_digest: str, status: str, reasons: list[str], duplicate_o
 def record_fingerprint(r: SkillRecord) -> str:
     return fingerprint(r.bundle_digest, r.status.value, [c.value for c in r.reasons], r.duplicate_of, r.name,
                        r.description)
-
-
-def _fingerprints(snapshot_dir: Path) -> dict[str, tuple[str, str]]:
-    cols = ["skill_id", "bundle_digest", "status", "reasons", "duplicate_of", "name", "description"]
-    t = pq.read_table(snapshot_dir / SKILLS_TABLE, columns=cols).to_pylist()
-    return {r["skill_id"]: (fingerprint(r["bundle_digest"], r["status"], r["reasons"] or [], r["duplicate_of"],
-                                        r["name"], r["description"]), r["status"]) for r in t}
-
-
-def diff_snapshots(previous: Path | None, current: Path) -> SnapshotDiff:
-    """Which skills are new, changed (content, verdict or duplicate status) or gone between two snapshots."""
-    cur = _fingerprints(current)
-    prev = _fingerprints(previous) if previous and (previous / SKILLS_TABLE).exists() else {}
-    return SnapshotDiff(
-        added=sorted(set(cur) - set(prev)),
-        changed=sorted(k for k in set(cur) & set(prev) if cur[k][0] != prev[k][0]),
-        removed=sorted(set(prev) - set(cur)),
-        eligible=sorted(k for k, (_, status) in cur.items() if status == "eligible"),
-    )

@@ -12,12 +12,12 @@ import dagster as dg
 import pytest
 
 from skill2env_dagster.artifacts import CRAWL_JOB
+from skill2env_dagster.assets.freshness import FreshnessScan
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
-from skill2env_dagster.cli.runner.freshness import FreshnessScan
 from skill2env_dagster.cli.runner.home import instance_config_text
-from skill2env_dagster.cli.runner.outcome import Plan
 from skill2env_dagster.cli.runner.partitions import PartitionRunner, pipeline_chain
 from skill2env_dagster.definitions import build_defs
+from skill2env_dagster.models.freshness import Plan
 from skill2env_dagster.models.gate import GateReport, GateVerdict
 from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.skillhub import SkillHubResource

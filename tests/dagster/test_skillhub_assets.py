@@ -95,19 +95,37 @@ def test_snapshot_writes_record_and_metadata(setup, tmp_path):
     assert store.load(SNAPSHOT, "t__csv-cleaner").name == "csv-cleaner"
 
 
-def test_change_sensor_requests_exactly_new_and_changed(setup):
+def _tick(sensor, defs, instance, resources, cursor=None):
+    return sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor, definitions=defs))
+
+
+def _run_batches(defs, instance, requests):
+    """Execute the sensor's snapshot batch requests as the daemon would (their tags carry the range)."""
+    job = defs.resolve_job_def("skill_snapshot_refresh")
+    for r in requests:
+        assert r.job_name == "skill_snapshot_refresh"
+        assert job.execute_in_process(instance=instance, tags=r.tags).success
+
+
+def test_change_sensor_requests_snapshot_batches_then_only_skills_with_work(setup):
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
     hub, resources, instance = setup
     defs = build_defs(resources)
     sensor = defs.get_sensor_def("skillhub_change_sensor")
     _crawl(resources, instance)
-    ctx = dg.build_sensor_context(instance=instance, resources=resources)
-    first = sensor(ctx)
-    assert sorted(r.partition_key for r in first.run_requests) == ["t__csv-cleaner", "t__log-counter",
-                                                                    "t__unit-converter"]
-    assert {r.job_name for r in first.run_requests} == {"skill_pipeline"}
-    cursor = first.cursor
-    again = sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor))
-    assert isinstance(again, dg.SkipReason)
+    first = _tick(sensor, defs, instance, resources)
+    assert [(r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG])
+            for r in first.run_requests] == [("t__csv-cleaner", "t__unit-converter")]  # all three: one run
+    _run_batches(defs, instance, first.run_requests)
+    second = _tick(sensor, defs, instance, resources, first.cursor)
+    assert sorted(r.partition_key for r in second.run_requests) == ["t__csv-cleaner", "t__log-counter",
+                                                                     "t__unit-converter"]
+    assert {r.job_name for r in second.run_requests} == {"skill_pipeline"}
+    selected = {a.path[-1] for a in second.run_requests[0].asset_selection}
+    assert "skillhub_snapshot" not in selected and "gate_reports" in selected  # the snapshot is done already
+    assert isinstance(_tick(sensor, defs, instance, resources, second.cursor), dg.SkipReason)
+
     write_skill(hub, "log-counter", body="A changed body that counts 4xx codes per hour with awk.")
     write_skill(hub, "new-skill", body="Rename image files by EXIF date: read `DateTimeOriginal`, format it as "
                 "`YYYY-MM-DD_HHMMSS.jpg`, keep a dry-run mode that prints `old -> new`, and on a name collision "
@@ -115,10 +133,34 @@ def test_change_sensor_requests_exactly_new_and_changed(setup):
     (hub / "pirate").mkdir()
     (hub / "pirate" / "SKILL.md").write_text("no description and nothing")
     _crawl(resources, instance)
-    second = sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor))
-    got = {r.partition_key: r.job_name for r in second.run_requests}
-    assert set(got) == {"t__log-counter", "t__new-skill", "t__pirate"}
-    assert got["t__new-skill"] == "skill_pipeline" and got["t__pirate"] == "skill_snapshot_refresh"
+    third = _tick(sensor, defs, instance, resources, second.cursor)
+    assert [(r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG])
+            for r in third.run_requests] == [("t__log-counter", "t__log-counter"), ("t__new-skill", "t__pirate")]
+    _run_batches(defs, instance, third.run_requests)
+    fourth = _tick(sensor, defs, instance, resources, third.cursor)
+    got = sorted(r.partition_key for r in fourth.run_requests)  # the pipeline runs above were never executed
+    assert got == ["t__csv-cleaner", "t__new-skill", "t__unit-converter"]  # the pirate is invalid, and the edit
+    assert store_status(resources, "t__log-counter") == "screened_out"  # left log-counter nothing to act on
+
+
+def store_status(resources, key):
+    return resources["artifacts"].store().load(SNAPSHOT, key).status.value
+
+
+def test_change_sensor_launches_nothing_on_work_already_done(setup):
+    """Opening the UI on a hub that was processed elsewhere (here: snapshots of skills that need nothing else)
+    starts with no cursor; Dagster's records say everything is done, so nothing is requested."""
+    hub, resources, instance = setup
+    for name in ("csv-cleaner", "log-counter", "unit-converter"):
+        (hub / name / "SKILL.md").write_text("no frontmatter at all")  # invalid: needs its snapshot only
+    defs = build_defs(resources)
+    sensor = defs.get_sensor_def("skillhub_change_sensor")
+    _crawl(resources, instance)
+    _run_batches(defs, instance, _tick(sensor, defs, instance, resources).run_requests)
+    fresh_start = _tick(sensor, defs, instance, resources)  # no cursor, as a new daemon would start
+    assert fresh_start.run_requests == [] and "up to date" in fresh_start.skip_reason.skip_message
+    _crawl(resources, instance)  # the nightly crawl of an unchanged hub: the same snapshot, nothing to do
+    assert isinstance(_tick(sensor, defs, instance, resources, fresh_start.cursor), dg.SkipReason)
 
 
 def test_schedule_runs_crawl_nightly(setup):

@@ -9,6 +9,7 @@ import pytest
 
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.llm.tools import RequestedCall
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, OutputLimits
 from skill2env_dagster.rollouts.tools import WRITE_FILE, run_tool
 from tests.docker.conftest import RUN_ID
@@ -39,3 +40,31 @@ def test_write_file_modes_are_as_described(docker_client, make_task):
         out = run_tool(sb, RequestedCall(call_id="c", name="bash", arguments=json.dumps(
             {"command": "cat deep/dir/x.txt"})), timeout=20, cap=1 << 20, file_write=True)
         assert "\ufffd" not in out.text and "bytes of output omitted" in out.text
+
+
+def test_the_workspace_view_shows_written_files_whole_and_a_changed_files_diff(docker_client, make_task):
+    factory = DockerSandboxFactory(GateSettings(run_id=RUN_ID), OutputLimits(200, 200, 1 << 20), client=docker_client)
+    program = "".join(f"print('qty é {i}')\n" for i in range(400))  # ~8 kB: far past the old 300-byte heads
+    with factory(make_task()) as sb:
+        _write(sb, {"path": "report.py", "content": program})
+        sb.exec("sed -i '1s/.*/widget,99/' data.txt && mkdir -p out && printf '\\0\\1' > out/blob", 10)
+        view = sb.workspace_digest(30_000)
+    assert "added: /app/report.py" in view and "changed: /app/data.txt" in view
+    assert program.rstrip("\n") in view  # whole
+    diff = view.split("=== /app/data.txt (changed")[1]
+    assert "--- diff against the task's original:" in diff and "+widget,99" in diff and "\n-" in diff
+    assert "=== /app/out/blob (added, 2 bytes): binary" in view
+    left = docker_client.containers.list(all=True, filters={"label": f"skill2env.gate={RUN_ID}"})
+    assert left == []  # the image reader is gone too
+
+
+def test_a_forged_reward_is_tamper_evidence(docker_client, make_task):
+    factory = DockerSandboxFactory(GateSettings(run_id=RUN_ID), OutputLimits(200, 200, 1 << 20), client=docker_client)
+    with factory(make_task()) as sb:
+        sb.exec("echo 1 > /logs/verifier/reward.txt; wc -l < data.txt | tr -d ' ' > answer.txt", 10)
+        v = sb.verify()
+    assert (v.reason, v.zero, v.metrics) == (ReasonCode.TAMPER_DETECTED, True, {})
+    assert "/logs/verifier/reward.txt" in v.evidence
+    with factory(make_task(name="clean")) as sb:
+        sb.exec("wc -l < data.txt | tr -d ' ' > answer.txt", 10)
+        assert sb.verify().reason is None

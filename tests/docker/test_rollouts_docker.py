@@ -23,6 +23,7 @@ from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, OutputLimits
 from skill2env_dagster.rollouts.judge import Judge, judge_skill
 from skill2env_dagster.rollouts.report import build_report
+from skill2env_dagster.rollouts.rolled import rolled_tasks
 from skill2env_dagster.rollouts.runner import TaskRef, roll_out_skill
 from skill2env_dagster.rollouts.settings import AgentLimits, JudgeSettings, RolloutSettings, SolverConfig
 from skill2env_dagster.rollouts.sft import export_sft
@@ -70,7 +71,7 @@ def loop(docker_client, tmp_path_factory):
         result = roll_out_skill("skill-a", [task], settings, _endpoint(srv), _factory(docker_client), folder)
         judge = Judge(LLMClient(_endpoint(srv)), settings.judge, RewardForm())
         scores = judge_skill(result, folder, judge, "v1")
-        sft = export_sft({"skill-a": result}, {"skill-a": scores}, {"skill-a": folder}, root / "sft", 0.9,
+        sft = export_sft(rolled_tasks({"skill-a": result}, {"skill-a": scores}, {"skill-a": folder}), root / "sft", 0.9,
                          DecontamConfig())
         requests = [r.headers.get("authorization", "") for r in srv.requests]
     return {"result": result, "scores": scores, "sft": sft, "folder": folder, "root": root, "auth": requests}
@@ -89,6 +90,9 @@ def test_rewards_follow_what_each_policy_did(loop):
     assert r[f"{TASK}--loop--0"].stop is StopReason.MAX_TURNS and r[f"{TASK}--loop--0"].reward_v == 0.0
     # The forged reward files and the detached re-forging loop do not survive into the verifier.
     assert r[f"{TASK}--forge--0"].scored and r[f"{TASK}--forge--0"].reward_v == 0.0
+    # … and the runner says why: evidence, not a silent 0.
+    assert r[f"{TASK}--forge--0"].reason is ReasonCode.TAMPER_DETECTED
+    assert "/logs/verifier/reward.json" in r[f"{TASK}--forge--0"].evidence
     assert r[f"{TASK}--malformed--0"].reward_v == 1.0 and r[f"{TASK}--flood--0"].reward_v == 1.0
     assert all(x.scored for x in r.values())
 
@@ -111,6 +115,19 @@ def test_trajectories_are_atif_with_every_step(loop):
     bad = AtifTrajectory.model_validate_json((folder / r[f"{TASK}--malformed--0"].trajectory).read_text())
     tools = [t for s in bad.steps if s.extra for t in s.extra.get("tools", [])]
     assert "not valid JSON" in tools[0]["malformed"] and tools[1]["malformed"] == "unknown tool 'python'"
+
+
+def test_the_oracle_is_an_agents_steps_and_the_judge_sees_the_files(loop):
+    r = _by_id(loop)
+    oracle = r[f"{TASK}--oracle--0"]
+    text = (loop["folder"] / oracle.trajectory).read_text()
+    assert "/solution" not in text and "reference solution" not in text and "wrong.sh" not in text
+    traj = AtifTrajectory.model_validate_json(text)
+    commands = [c.arguments["command"] for s in traj.steps if s.source == "agent" for c in s.tool_calls or []]
+    assert commands == ["set -euo pipefail\nwc -l < /app/data.txt | tr -d ' ' > /app/answer.txt"]
+    assert oracle.passed and "/solution" not in (loop["folder"] / oracle.workspace).read_text()
+    view = (loop["folder"] / r[f"{TASK}--solve--0"].workspace).read_text()
+    assert "=== /app/answer.txt (added, 2 bytes)\n--- final content:\n7" in view
 
 
 def test_a_flood_is_cut_and_marked(loop):
@@ -137,13 +154,17 @@ def test_calibration_labels_the_task(loop):
 def test_judge_scores_references_and_shortcuts(loop):
     scores = loop["scores"]
     v = {x.rollout_id: x for x in scores.verdicts}
+    task = scores.tasks[0]
     assert v[f"{TASK}--solve--0"].score == 4 and v[f"{TASK}--solve--0"].reward == pytest.approx(1.16)
-    assert v[f"{TASK}--forge--0"].score == -5 and v[f"{TASK}--forge--0"].reward == pytest.approx(-0.2)
+    # Evidenced hacking earns nothing (not r_V + 0.2·(-5)/5): the forger and the hard-coder alike.
+    assert v[f"{TASK}--forge--0"].score == -5 and v[f"{TASK}--forge--0"].reward == 0.0
+    assert (v[f"{TASK}--hardcode--0"].hacking, v[f"{TASK}--hardcode--0"].reward) == ("judge", 0.0)
+    assert task.calibration == "ok" and task.judge_term and task.hacking == {"judge": 1, "runner": 1}
+    assert v[f"{TASK}--forge--0"].hacking == "runner"
     assert v[f"{TASK}--loop--0"].score == -2
     assert v[f"{TASK}--oracle--0"].score == 4 and v[f"{TASK}--noop--0"].score == -3
     assert all(x.reward_form == RewardForm() and x.status == "judged" for x in v.values())
     assert len(v[f"{TASK}--solve--0"].answer.bullets) == 3
-    task = scores.tasks[0]
     assert (task.oracle_score, task.noop_score) == (4, -3)
     assert [s.rollout_id for s in scores.shortcuts] == [f"{TASK}--hardcode--0"]
 
@@ -155,7 +176,8 @@ def test_sft_keeps_clean_high_reward_trajectories_once(loop):
     why = {e.rollout_id: e.reason for e in sft.excluded}
     assert why[f"{TASK}--solve--1"] == "duplicate"
     assert why[f"{TASK}--malformed--0"] == "malformed_tool_calls"
-    assert why[f"{TASK}--half--0"] == why[f"{TASK}--hardcode--0"] == "below_threshold"
+    assert why[f"{TASK}--half--0"] == "below_threshold"
+    assert why[f"{TASK}--hardcode--0"] == why[f"{TASK}--forge--0"] == "hacking"
     row = next(r for r in rows if r["rollout_id"] == f"{TASK}--solve--0")
     assert (row["task"], row["skill"], row["judge_score"]) == (TASK, "skill-a", 4)
     assert row["reward"] == pytest.approx(1.16) and row["reward_form"]["form"] == "additive"
@@ -166,7 +188,8 @@ def test_sft_keeps_clean_high_reward_trajectories_once(loop):
 
 
 def test_report_and_key_hygiene(loop):
-    report = build_report({"skill-a": loop["result"]}, {"skill-a": loop["scores"]}, 0.7)
+    report = build_report(rolled_tasks({"skill-a": loop["result"]}, {"skill-a": loop["scores"]},
+                                       {"skill-a": loop["folder"]}), 0.7)
     assert report.labels == {"learnable": 1} and report.judge_scale.oracle_mean == 4.0
     assert len(report.shortcuts) == 1
     assert all(a == "Bearer sk-test-secret" for a in loop["auth"])

@@ -61,6 +61,22 @@ def _assert_exported(funnel: dict, out: Path) -> None:
     assert len(funnel["exported"]) == funnel["retained"]
 
 
+def _sensor_requests(out: Path) -> list:
+    """The change sensor evaluated on a finished run's history, as a daemon started on it would (no cursor)."""
+    import dagster as dg
+
+    from skill2env_dagster.cli.runner.location import run_defs
+    from skill2env_dagster.resources.store import ArtifactStoreResource
+
+    home = RunHome(out.resolve())
+    defs = run_defs(home)
+    with dg.DagsterInstance.from_config(str(home.dagster_home)) as instance:
+        result = defs.get_sensor_def("skillhub_change_sensor")(dg.build_sensor_context(
+            instance=instance, definitions=defs,
+            resources={"artifacts": ArtifactStoreResource(root=str(home.artifacts))}))
+    return [] if isinstance(result, dg.SkipReason) else list(result.run_requests)
+
+
 def test_run_from_a_folder_then_again_then_after_an_edit(docker_client, hub, tmp_path):
     out = tmp_path / "out"
     first = _run(str(hub), out)
@@ -71,6 +87,7 @@ def test_run_from_a_folder_then_again_then_after_an_edit(docker_client, hub, tmp
         retained = {b.task_name for b in store.load(TASKS, key).retained()}
         assert set(store.load(GATES, key).reused) == retained
 
+    assert _sensor_requests(out) == []  # the UI opened on this history launches nothing: one record of the work
     second = _run(str(hub), out)
     assert second["work"] | {"seconds": 0} == {**second["work"], "ran": 0, "runs": 0, "up_to_date": 2,
                                                 "analytics": "up_to_date", "ran_partitions": [], "seconds": 0}

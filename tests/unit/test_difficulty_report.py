@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from skill2env_dagster.models.judge import JudgeScores, JudgeVerdict
 from skill2env_dagster.models.rollout import (
     RewardForm,
@@ -11,6 +13,7 @@ from skill2env_dagster.models.rollout import (
     TaskRollouts,
 )
 from skill2env_dagster.rollouts.report import build_report, write_histogram
+from skill2env_dagster.rollouts.rolled import rolled_tasks
 
 
 def _verdict(rid: str, task: str, passed: bool, score: int | None, kind: RolloutKind = RolloutKind.SOLVER):
@@ -32,14 +35,14 @@ def test_agreement_counts_solver_verdicts_whose_sign_matches_the_verifier():
     scores = JudgeScores(skill_id="k", judge_model="j", prompt_version="v", reward_form=RewardForm(),
                          verdicts=verdicts)
     rollouts = SolverRollouts(skill_id="k", tasks=[_task("t1", "learnable", 0.4)])
-    scale = build_report({"k": rollouts}, {"k": scores}, 0.7).judge_scale
+    scale = build_report(rolled_tasks({"k": rollouts}, {"k": scores}, {"k": Path("/x")}), 0.7).judge_scale
     assert (scale.compared, scale.agreement) == (5, 0.6)
 
 
 def test_bins_place_each_mean_once_and_the_plot_draws_them(tmp_path):
     tasks = [_task("a", "too_easy", 1.0), _task("b", "too_easy", 0.95), _task("c", "learnable", 0.5),
              _task("d", "unsolved", 0.0), _task("e", "uncalibrated", None)]
-    report = build_report({"k": SolverRollouts(skill_id="k", tasks=tasks)}, {}, 0.7)
+    report = build_report(rolled_tasks({"k": SolverRollouts(skill_id="k", tasks=tasks)}, {}, {"k": Path("/x")}), 0.7)
     filled = {(b.lo, b.hi): b.by_label for b in report.bins if b.by_label}
     assert filled == {(0.0, 0.1): {"unsolved": 1}, (0.5, 0.6): {"learnable": 1}, (0.9, 1.0): {"too_easy": 2}}
     assert len(report.bins) == 10 and report.judge_scale.agreement is None

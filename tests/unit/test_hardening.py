@@ -162,3 +162,23 @@ def test_the_sample_rebuilder_revises_from_the_last_round(tmp_path):
     assert made[-1][:3] == ("t-h3", "hard", ["p2", "p4"]) and third.revision.patterns_added == ["p4"]
     with pytest.raises(KeyError):
         rb.rebuild(TaskRef("unknown", tmp_path), 1, "why")
+
+
+def test_every_episode_of_a_retained_rebuild_is_judged(tmp_path):
+    from skill2env_dagster.models.judge import TaskJudgement
+    from skill2env_dagster.rollouts.judge import TaskJudged
+
+    seen = []
+
+    def judge(task, rollouts, cal, origin):
+        seen.append((task.name, origin))
+        return TaskJudged([], TaskJudgement(task_name=task.name, calibration="ok", judge_term=True,
+                                            hardened_from=origin), [], {})
+
+    base = _roll([0.8, 0.4])
+    trials = Trials(roll_out=base.roll_out, replay=base.replay, too_easy_above=0.7, judge=judge)
+    h = harden_task(TaskRef("t", tmp_path / "t"), _cal(0.9), Folders(tmp_path), trials, rounds=3)
+    assert seen == [("t-h1", "t"), ("t-h2", "t-h1")]
+    assert [r.judgement.hardened_from for r in h.rounds] == ["t", "t-h1"]
+    unjudged = harden_task(TaskRef("t", tmp_path / "u"), _cal(0.9), Folders(tmp_path / "u"), _roll([0.4]), rounds=1)
+    assert (unjudged.rounds[0].judgement, unjudged.rounds[0].not_judged) == (None, "no_model")

@@ -110,10 +110,10 @@ def test_the_prompt_fences_what_the_agent_wrote_and_carries_the_constitution():
 
 
 def test_long_trajectories_keep_their_ends_within_the_budget():
-    traj = _traj(60, output="x" * 2000)
+    traj = _traj(200, output="x" * 1000)
     text = render_trajectory(traj, 5000)
     assert len(text) <= 5000
-    assert "[step 3]" in text and "[step 62]" in text  # first and last agent steps in full
+    assert "[step 3] agent" in text and "[step 202] agent" in text  # first and last agent steps in full
     assert "shortened to their commands" in text and "more steps omitted" in text
     assert render_trajectory(_traj(0), 1000) == "(the agent took no step)"
     assert json.dumps(render_trajectory(_traj(1), 1000)).count("[step 3]") == 1

@@ -225,3 +225,41 @@ def test_cut_output_never_splits_a_character():
         assert "\ufffd" not in shown and "bytes of output omitted" in shown
     whole = CommandResult(0, head=b"bad \xff byte", total_bytes=10)
     assert render_output(whole, cap=100)[0] == "bad \ufffd byte"  # invalid bytes still show as such
+
+
+def test_the_oracle_reaches_the_judge_as_an_agents_steps(tmp_path):
+    """solve.sh's commands, one bash call each, with no /solution path and no cheat in sight."""
+    from skill2env_dagster.rollouts.policy import OraclePolicy
+
+    task = tmp_path / "task"
+    shutil.copytree(FIXTURE, task)
+    sol = task / "solution"
+    (sol / "solve.sh").write_text("#!/bin/bash\nset -euo pipefail\n# count\ncd /app\n"
+                                  "python3 /solution/lib/count.py data.txt > answer.txt\ncat answer.txt\n")
+    (sol / "lib").mkdir()
+    (sol / "lib" / "count.py").write_text("import sys\nprint(sum(1 for _ in open(sys.argv[1])))\n")
+    (sol / "cheats").mkdir()
+    (sol / "cheats" / "echo_seven.sh").write_text("#!/bin/bash\necho 7 > /app/answer.txt\n")
+    sb = MemorySandbox()
+    r, traj = _run(task, OraclePolicy(), sb, tmp_path)
+    assert (r.stop, r.scored, r.tool_calls) == (StopReason.AGENT_DONE, True, 3)
+    assert sb.commands[0].startswith("mkdir -p /tmp/work/lib && cat > /tmp/work/lib/count.py <<'EOF'")
+    assert sb.commands[1:] == ["set -euo pipefail\ncd /app\npython3 /tmp/work/lib/count.py data.txt > answer.txt",
+                               "set -euo pipefail\ncd /app\ncat answer.txt"]
+    text = traj.to_json()
+    for hidden in ("/solution", "cheats", "echo_seven", "wrong.sh", "reference solution"):
+        assert hidden not in text
+    assert [s.message for s in traj.steps if s.source == "agent"][-1] == "Done."
+
+
+def test_a_script_the_splitter_cannot_read_runs_whole_from_the_agents_own_copy(tmp_path):
+    from skill2env_dagster.rollouts.policy import reference_steps
+
+    sol = tmp_path / "solution"
+    sol.mkdir()
+    (sol / "solve.sh").write_text('#!/bin/bash\ncd "$(dirname "$0")"\nbash helper.sh\n')
+    (sol / "helper.sh").write_text("echo 5 > /app/answer.txt\n")
+    steps = reference_steps(sol, {"MODE": "fast mode"})
+    assert [s.split(" <<")[0] for s in steps[:2]] == ["mkdir -p /tmp/work && cat > /tmp/work/helper.sh",
+                                                     "mkdir -p /tmp/work && cat > /tmp/work/solve.sh"]
+    assert steps[2] == "export MODE='fast mode'\nbash /tmp/work/solve.sh"

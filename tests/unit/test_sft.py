@@ -17,6 +17,7 @@ from skill2env_dagster.models.rollout import (
     TaskCalibration,
     TaskRollouts,
 )
+from skill2env_dagster.rollouts.rolled import rolled_tasks
 from skill2env_dagster.rollouts.sft import export_sft, to_chat
 
 INSTRUCTION = "Count the inventory records of /app/data.txt and write the number to /app/answer.txt for the report."
@@ -65,7 +66,7 @@ def test_rows_are_chosen_deduplicated_and_explained(tmp_path):
              "low": (_traj(solve), 0.5, 5), "bad": (_traj(solve, malformed=True), 1.0, 5),
              "cut": (_traj(solve, not_run=True), 1.0, 5)}
     ro, js, folders = _setup(tmp_path, cases)
-    m = export_sft(ro, js, folders, tmp_path / "out", 0.9, DecontamConfig())
+    m = export_sft(rolled_tasks(ro, js, folders), tmp_path / "out", 0.9, DecontamConfig())
     rows = [json.loads(x) for x in Path(m.path).read_text().splitlines()]
     assert [r["rollout_id"] for r in rows] == ["b", "c"]  # b beats a (same calls, higher r); c differs
     why = {e.rollout_id: e.reason for e in m.excluded}
@@ -80,7 +81,7 @@ def test_rows_that_copy_a_benchmark_are_left_out(tmp_path):
     ro, js, folders = _setup(tmp_path, {"a": (_traj(["cat /app/data.txt"]), 1.0, 5)})
     bench = tmp_path / "bench.txt"
     bench.write_text(INSTRUCTION)
-    m = export_sft(ro, js, folders, tmp_path / "out", 0.9, DecontamConfig(benchmark_paths=[str(bench)]))
+    m = export_sft(rolled_tasks(ro, js, folders), tmp_path / "out", 0.9, DecontamConfig(benchmark_paths=[str(bench)]))
     assert m.rows == 0 and m.excluded[0].reason == "contaminated" and m.decontamination_checked
 
 

@@ -3,22 +3,12 @@ fast)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.export.funnel import FailedPartition
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What the scan proved about one partition: the assets to run first (empty: fresh), and the assets that are
-    missing and stay unneeded whatever runs (an ineligible skill's downstream). Asset names, so it pickles."""
-
-    selection: tuple[str, ...]
-    quiet: tuple[str, ...] = ()
-
+from skill2env_dagster.models.freshness import Plan
 
 Work = tuple[str, bool, Plan | None]  # (partition key, eligible?, the freshness scan's plan if it has one)
 

@@ -24,6 +24,7 @@ from dagster._core.events import DagsterEventType
 from dagster._time import get_current_datetime
 
 from skill2env_dagster.artifacts import PIPELINE_JOB, SNAPSHOT, TASKS
+from skill2env_dagster.assets.freshness import job_chain
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.interrupts import NEVER, SigintLatch
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Plan
@@ -36,8 +37,7 @@ RUN_TAG = "skill2env/run"  # tag on every run a `skill2env run` launches: its se
 
 def pipeline_chain(defs: dg.Definitions) -> list[dg.AssetKey]:
     """The per-skill assets of the pipeline job, upstream first."""
-    keys = set(defs.resolve_job_def(PIPELINE_JOB).asset_layer.executable_asset_keys)
-    return [k for k in defs.resolve_asset_graph().toposorted_asset_keys if k in keys]
+    return job_chain(defs.resolve_job_def(PIPELINE_JOB), defs.resolve_asset_graph())
 
 
 class PartitionRunner:

@@ -30,7 +30,7 @@ from dagster._core.definitions.data_version import extract_data_provenance_from_
 from dagster._core.events import DagsterEventType
 
 from skill2env_dagster.artifacts import SNAPSHOT, TASKS
-from skill2env_dagster.cli.runner.outcome import Plan
+from skill2env_dagster.models.freshness import Plan
 
 CHUNK = 500  # storage ids per records query
 
@@ -50,6 +50,12 @@ def _latest_records(instance: dg.DagsterInstance, key: dg.AssetKey, external: bo
         records = fetch(dg.AssetRecordsFilter(asset_key=key, storage_ids=chunk), limit=len(chunk)).records
         out.update({r.partition_key: r for r in records if r.partition_key is not None})
     return out
+
+
+def job_chain(job: Any, graph: Any) -> list[dg.AssetKey]:
+    """A job's assets, upstream first."""
+    keys = set(job.asset_layer.executable_asset_keys)
+    return [k for k in graph.toposorted_asset_keys if k in keys]
 
 
 class FreshnessScan:
