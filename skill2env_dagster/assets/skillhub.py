@@ -152,7 +152,7 @@ def provenance_metadata(r: SkillRecord) -> dict[str, str | dg.MetadataValue]:
     }
 
 
-SNAPSHOT_BATCH = 100  # partitions per snapshot run in a backfill, a sensor's batch or `skill2env run`
+SNAPSHOT_BATCH = 200  # partitions per snapshot run in a backfill, a sensor's batch or `skill2env run`
 
 
 @dg.asset(

@@ -29,6 +29,9 @@ def add_run_options(p: argparse.ArgumentParser, out_default: Path, max_variants_
                    help=f"task candidates per skill (default {max_variants_default})")
     p.add_argument("--skip-docker-up", action="store_true", help="do not run scripts/docker-up.sh first")
     p.add_argument("--json", action="store_true", help="print the funnel as JSON (for scripts)")
+    p.add_argument("--snapshots-only", action="store_true",
+                   help="crawl and record every skill's snapshot (verdict, duplicates) in batch runs; plan and "
+                        "create no tasks (a hub's screening pass, or its nightly refresh)")
     p.add_argument("--rollouts", action="store_true",
                    help="also run solver rollouts, the rubric judge and hardening on every skill with retained "
                         "tasks (the skill_rollouts job: k model episodes per task; needs S2E_LLM_*)")
@@ -49,7 +52,8 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     return RunOptions(out=args.out, items=list(getattr(args, "sources", []) or []),
                       sources_files=list(getattr(args, "sources_files", []) or []), workers=max(1, args.workers),
                       only=args.only, settings=CreationSettings(max_variants=args.max_variants),
-                      skip_docker_up=args.skip_docker_up, rollouts=args.rollouts)
+                      skip_docker_up=args.skip_docker_up, rollouts=args.rollouts,
+                      snapshots_only=getattr(args, "snapshots_only", False))
 
 
 def execute(options: RunOptions, args: argparse.Namespace) -> tuple[int, Funnel | None]:

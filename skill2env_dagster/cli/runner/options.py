@@ -20,3 +20,4 @@ class RunOptions:
     settings: CreationSettings = field(default_factory=CreationSettings)
     skip_docker_up: bool = False
     rollouts: bool = False  # also run skill_rollouts (k model episodes per retained task, judge, hardening)
+    snapshots_only: bool = False  # crawl and record every skill's snapshot (its verdict); create no tasks

@@ -35,7 +35,7 @@ from typing import Any
 from skill2env_dagster.cli.runner.console import LOG_FORMAT
 from skill2env_dagster.cli.runner.home import RunHome
 from skill2env_dagster.cli.runner.interrupts import SigintLatch
-from skill2env_dagster.cli.runner.location import run_defs
+from skill2env_dagster.cli.runner.location import open_instance, run_defs
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
 from skill2env_dagster.export.funnel import FailedPartition
 from skill2env_dagster.tasks.pipeline import CreationSettings
@@ -73,14 +73,13 @@ def worker_main(init: WorkerInit, tasks: Any, results: Any) -> None:
     """Take (key, eligible, plan) items until the None sentinel; report ("start", key), then ("done", outcome)."""
     os.setpgrp()  # our own process group: only the main process forwards Ctrl-C to us, exactly once
     _worker_logging(init)
-    import dagster as dg
 
     from skill2env_dagster.cli.runner.partitions import PartitionRunner
 
     home = RunHome(Path(init.out))
     os.environ.update(home.env())
     latch = SigintLatch().open()  # our own: the parent's pipe came with the fork
-    runner = PartitionRunner(run_defs(home), dg.DagsterInstance.get(),
+    runner = PartitionRunner(run_defs(home), open_instance(),
                              CreationSettings.model_validate(init.settings), init.tags, latch)
     results.put(("ready", os.getpid(), ""))
     try:

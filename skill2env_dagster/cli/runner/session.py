@@ -32,7 +32,7 @@ from skill2env_dagster.assets.freshness import FreshnessScan
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.interrupts import SigintLatch
-from skill2env_dagster.cli.runner.location import run_defs
+from skill2env_dagster.cli.runner.location import open_instance, run_defs
 from skill2env_dagster.cli.runner.options import RunOptions
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Work
 from skill2env_dagster.cli.runner.partitions import (
@@ -138,11 +138,11 @@ class Session:
             self.view.say(f"log: {self.log_file}")
             self.generator = llm_config().describe()  # validated: a bad S2E_LLM_* value stops here, named
             self.view.say(f"generator: {self.generator}")
-            _infra(self.options.skip_docker_up)
-            import dagster as dg
+            if not self.options.snapshots_only:  # snapshots need no engine and no base image
+                _infra(self.options.skip_docker_up)
 
             defs = run_defs(home)
-            instance = dg.DagsterInstance.get()
+            instance = open_instance()
             recover(instance, home)
             pool = self._pool()
             try:
@@ -170,7 +170,7 @@ class Session:
             rollouts = self._rollouts(defs, instance, store, keys)
             changed = any(o.status != "up_to_date" for o in outcomes) or rollouts.ran > 0
             home.mark_phase("analytics")
-            done.analytics = self._analytics(defs, instance, changed)
+            done.analytics = "up_to_date" if self.options.snapshots_only else self._analytics(defs, instance, changed)
             done.seconds = round(time.monotonic() - start, 2)
             home.mark_phase("export")
             funnel = self._funnel(store, skills, keys, outcomes, done)
@@ -261,7 +261,7 @@ class Session:
             if unknown:
                 raise RunnerError(f"--only names skills the crawl did not find: {', '.join(unknown)}")
             keys &= set(self.options.only)
-        eligible = {k for k in keys if k in skills and skills[k].is_eligible}
+        eligible = {k for k in keys if k in skills and skills[k].is_eligible and not self.options.snapshots_only}
         return sorted(((k, k in eligible) for k in keys), key=lambda kv: (not kv[1], kv[0]))
 
     def _in_process(self, defs: Any, instance: Any, work: list[Work]) -> Generator[PartitionOutcome, None, None]:
