@@ -1,9 +1,8 @@
 """What the creator sees of a skill: every text file, each line verbatim with its number, and how it cites them.
 
-Lines are split on "\\n" only (a trailing "\\r" dropped), so line N here is line N in `sed -n Np` and in an editor,
-and nothing is re-composed from extracted parts: a line is shown as the file has it, or cut at the end with a
-marker saying how much is left. Code blocks, tables, scripts and data files are lines like any other, so every
-one of them can be cited (`path:line` or `path:first-last`). The first message shows SKILL.md, then the other
+Lines are numbered as an editor numbers them and shown verbatim (knowledge.lines). Code blocks, tables, scripts
+and data files are lines like any other, so every one of them can be cited (`path:line` or `path:first-last`).
+The first message shows SKILL.md, then the other
 text files, up to a character budget; past it a file shows its first lines and says how to read the rest
 (`read_skill`). Files are read read-only, capped and never through a symlink (knowledge.source.read_skill_file);
 nothing of the skill is executed here.
@@ -15,38 +14,15 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from skill2env_dagster.knowledge.lines import numbered, split_lines
 from skill2env_dagster.knowledge.source import read_skill_file
 from skill2env_dagster.models.knowledge import SourceRef
 from skill2env_dagster.models.skill import SkillRecord
 
-LINE_CHARS = 1000  # a longer line (minified JSON, a data blob) is shown up to here, with a marker
 READ_LINES = 400  # lines `read_skill` returns at most per call
 MIN_SHOWN_LINES = 12  # a file past the budget still shows its first lines
 _CITATION = re.compile(r"^\s*(?P<path>[^:\s][^:]*?):(?P<first>\d+)(?:\s*-\s*(?P<last>\d+))?\s*$")
 _DATA_EXTS = {".csv", ".tsv", ".json", ".jsonl", ".yaml", ".yml", ".toml", ".xml", ".sql", ".txt"}
-
-
-def split_lines(text: str) -> list[str]:
-    """The file's lines as editors number them: split on \\n only, a trailing \\r dropped (CRLF files)."""
-    if not text:
-        return []
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last line starts no line of its own
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-
-
-def show_line(line: str) -> str:
-    """The line as shown: verbatim, or its first LINE_CHARS characters and a marker of what is left."""
-    if len(line) <= LINE_CHARS:
-        return line
-    return f"{line[:LINE_CHARS]} [… {len(line) - LINE_CHARS} more characters on this line]"
-
-
-def numbered(lines: list[str], first: int = 1) -> str:
-    """`  N| line` for each line; the gutter is as wide as the largest number."""
-    width = len(str(first + len(lines) - 1)) if lines else 1
-    return "\n".join(f"{n:>{width}}| {show_line(ln)}" for n, ln in enumerate(lines, first))
 
 
 def is_licence(path: str) -> bool:

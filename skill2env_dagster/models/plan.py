@@ -56,7 +56,8 @@ class AssetSource(BaseModel):
     kind: Literal["skill_file", "external"]
     path: str | None = None
     url: str | None = None
-    revision: str | None = Field(default=None, description="Bundle digest for skill files; commit/tag for external.")
+    revision: str | None = Field(default=None, description="External sources: the commit or tag. Skill files: left "
+                                 "empty by the planner; we pin them to the skill's bundle digest.")
 
 
 class AssetRecommendation(BaseModel):

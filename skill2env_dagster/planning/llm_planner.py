@@ -14,6 +14,8 @@ from typing import Protocol, TypeVar
 from pydantic import BaseModel, Field
 
 from skill2env_dagster.catalogue import AxisCatalogue, load_axes
+from skill2env_dagster.knowledge.lines import numbered_within, split_lines
+from skill2env_dagster.knowledge.source import read_skill_file
 from skill2env_dagster.llm.prompts import render_messages
 from skill2env_dagster.llm.schema import ReplyModel
 from skill2env_dagster.models.labels import to_label
@@ -54,9 +56,17 @@ def plan_messages(skill: SkillRecord, facts: SkillFacts, catalogue: AxisCatalogu
                "description": skill.description or ""},
         files=files[:300],
         facts_json=facts_json,
-        body=(skill.body or "")[:BODY_LIMIT],
+        skill_md=numbered_within(split_lines(_skill_md(skill)), BODY_LIMIT),
+        skill_file=skill.skill_file,
         body_limit=BODY_LIMIT,
     )
+
+
+def _skill_md(skill: SkillRecord) -> str:
+    """SKILL.md as the file has it (so its line numbers are the file's), or the record's body when the file on
+    disk is not the one the record was read from."""
+    text = read_skill_file(skill, skill.skill_file)
+    return text if text is not None and (skill.body or "").strip() in text else (skill.body or "")
 
 
 def plan_with_llm(skill: SkillRecord, client: JSONCompleter, *, prompt_version: str, model: str,

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from skill2env_dagster.creator.skill_view import LINE_CHARS, SkillView, numbered, split_lines
+from skill2env_dagster.creator.skill_view import SkillView
+from skill2env_dagster.knowledge.lines import LINE_CHARS, numbered, numbered_within, split_lines
 from skill2env_dagster.knowledge.source import read_skill_file
 from skill2env_dagster.skillhub.crawl import crawl_paths
 from tests.unit.task_helpers import skill_from_dir
@@ -34,6 +35,7 @@ def test_lines_are_numbered_as_an_editor_numbers_them():
     assert split_lines("") == [] and split_lines("\n") == [""]
     long = "x" * (LINE_CHARS + 5)
     assert numbered(["a", long], 9) == f" 9| a\n10| {'x' * LINE_CHARS} [… 5 more characters on this line]"
+    assert numbered_within(["aaaa", "bbbb", "cccc"], 16) == "1| aaaa\n2| bbbb\n[… lines 3-3 not shown]"
 
 
 def test_code_blocks_tables_and_scripts_are_citable(examples_dir):

@@ -109,3 +109,11 @@ def test_plan_messages_never_contain_config(skill):
     msgs = plan_messages(skill, extract_facts(skill), load_axes())
     assert [m["role"] for m in msgs] == ["system", "user"]
     assert "Security policy" in msgs[0]["content"] and "data/input.csv" in msgs[1]["content"]
+
+
+def test_skill_md_is_numbered_as_the_file_and_no_digest_is_asked_for(skill):
+    """focus.source wants file:line, so the lines are numbered as in the file (front matter included); a skill
+    file's revision is ours to fill in (the bundle digest), so the prompt asks the model to leave it empty."""
+    system, user = (m["content"] for m in plan_messages(skill, extract_facts(skill), load_axes()))
+    assert "1| ---" in user and "5| ## Rounding" in user
+    assert "`revision` empty" in system and "SKILL.md:LINE" in system
