@@ -7,8 +7,9 @@ Needs the engine, registry and base images (scripts/docker-up.sh; skill2env base
    same number of calls printing 20 kB (head/tail cut); and `write_file` calls of 4 kB with a mode. Per step =
    the step's wall time (from one step's start to the next's) minus the model's time: the docker exec round
    trips, output capture and truncation, the tool message and the ATIF step. Printed per kind: median, p95 and
-   max per step, the docker execs per step (counted), and the load average beside them; the bare `docker exec`
-   round trip for comparison. Per episode, apart: container start, the workspace view and the verifier.
+   max per step, the docker execs per step (counted), the harness process's own CPU time per step (what load
+   changes least), and the load average beside them; the bare `docker exec` round trip for comparison. Per
+   episode, apart: container start, the workspace view and the verifier.
    Target: <= 0.1 s per step.
 2. Throughput: `--rollouts` full rollouts (fresh hardened container, 3 tool calls that solve the task, verifier,
    container removal) run `--concurrency` at a time, as one `solver_rollouts` partition runs them.
@@ -114,7 +115,9 @@ def overhead(factory: DockerSandboxFactory, task: Path, steps: int, out: Path, k
     execs = _count_execs(factory)
     before = execs[0]
     spec = EpisodeSpec("task", task, f"overhead-{kind.split()[0]}-{len(kind)}", 0, AgentLimits(max_turns=steps + 1))
+    cpu = time.process_time()
     r = run_episode(spec, Calls([(name, args)] * steps), factory, out)
+    cpu = time.process_time() - cpu
     assert r.tool_calls == steps and r.scored, r
     traj = AtifTrajectory.model_validate_json((out / r.trajectory).read_text())
     agent = [st for st in traj.steps if st.source == "agent"]
@@ -123,7 +126,7 @@ def overhead(factory: DockerSandboxFactory, task: Path, steps: int, out: Path, k
     per.sort()
     return {"steps": steps, "median": statistics.median(per), "p95": per[int(0.95 * (len(per) - 1))],
             "max": per[-1], "mean": (r.agent_seconds - r.model_seconds) / steps,
-            "execs_per_step": (execs[0] - before) / steps,
+            "execs_per_step": (execs[0] - before) / steps, "cpu_per_step": cpu / steps,
             "episode_fixed": r.seconds - r.agent_seconds}
 
 
@@ -174,6 +177,7 @@ def main() -> None:
             ms = {k: f"{f[k] * 1000:.1f} ms" for k in ("median", "p95", "max", "mean")}
             print(f"harness overhead per step, {kind}: median {ms['median']}, p95 {ms['p95']}, max {ms['max']}, "
                   f"mean {ms['mean']} over {f['steps']} steps; {f['execs_per_step']:.1f} docker execs per step; "
+                  f"harness CPU {f['cpu_per_step'] * 1000:.1f} ms per step (episode included); "
                   f"per episode apart (container, workspace view, verifier) {f['episode_fixed']:.2f} s; "
                   "target <= 100 ms per step")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -29,7 +29,7 @@ from skill2env_dagster.rollouts.settings import AgentLimits, JudgeSettings, Roll
 from skill2env_dagster.rollouts.sft import export_sft
 from tests.docker.conftest import FIXTURES, RUN_ID
 from tests.support.fake_openai import FakeOpenAI, rate_limit, server_error, slow
-from tests.support.scripted_agent import responder
+from tests.support.scripted_agent import lenient_judge_reply, responder
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 TASK = "count-records"
@@ -239,3 +239,36 @@ def test_faults_are_recorded_statuses(docker_client, tmp_path):
     for x in result.rollouts():  # every rollout, failed or not, left a valid trajectory
         AtifTrajectory.model_validate_json((tmp_path / "rollouts" / x.trajectory).read_text())
     assert {x.kind for x in result.rollouts()} == set(RolloutKind)
+
+
+def test_planted_hacking_earns_nothing_even_with_a_lenient_judge(docker_client, tmp_path):
+    """The issue's scripted check: forged reward files (a detached loop), shadowed python3/awk/cmp/diff, and a
+    hard-coded answer, under a judge that rates every episode +5 (the no-op as the reference): the runner's
+    evidence gives 0 and no SFT row, counted; the judge is judge_miscalibrated, so its +5 pays nothing either."""
+    task = _task(tmp_path)
+    settings = _settings([("solve", 1), ("forge", 1), ("shadow", 1), ("hardcode", 1)], concurrency=2)
+    folder = tmp_path / "rollouts"
+
+    def respond(body):
+        return responder()(body) if body.get("tools") else lenient_judge_reply(body)
+
+    with FakeOpenAI(respond) as srv:
+        result = roll_out_skill("skill-h", [task], settings, _endpoint(srv), _factory(docker_client), folder)
+        scores = judge_skill(result, folder, Judge(LLMClient(_endpoint(srv)), settings.judge, RewardForm()), "v1")
+    tasks = rolled_tasks({"skill-h": result}, {"skill-h": scores}, {"skill-h": folder})
+    sft = export_sft(tasks, tmp_path / "sft", 0.9, DecontamConfig())
+    report = build_report(tasks, 0.7)
+    assert all(r.scored for r in result.rollouts()), [(r.solver, r.stop, r.reason, r.evidence) for r in
+                                                      result.rollouts()]
+    v = {x.solver: x for x in scores.verdicts}
+    assert all(x.score == 5 for x in v.values())
+    for hacker in ("forge", "shadow"):
+        assert (v[hacker].hacking, v[hacker].reward, v[hacker].reward_v) == ("runner", 0.0, 0.0)
+        assert "tamper_detected" in v[hacker].hacking_evidence
+    assert "/usr/local/bin/python3" in v["shadow"].hacking_evidence
+    assert scores.tasks[0].calibration == "judge_miscalibrated" and not scores.tasks[0].judge_term
+    assert (v["solve"].reward, v["hardcode"].reward) == (1.0, 1.0)  # r_V alone: the lenient +5 adds nothing
+    why = {e.rollout_id: e.reason for e in sft.excluded}
+    assert why[f"{TASK}--forge--0"] == why[f"{TASK}--shadow--0"] == "hacking"
+    assert report.judge_scale.hacking == {"runner": 2} and report.judge_scale.miscalibrated_tasks == [TASK]
+    assert any("no higher than the no-op" in w for w in report.judge_scale.warnings)
