@@ -86,8 +86,46 @@ def _upper_dirs(container: Container) -> tuple[str, list[str]] | None:
     return upper, [d for d in str(lower).split(":") if d]
 
 
+def _whiteout(st: os.stat_result) -> bool:
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+
+
+def _opaque(path: str) -> bool:
+    """An overlay directory made anew over one of the image's (`rm -rf d; mkdir d`): it hides what lies below."""
+    for name in ("trusted.overlay.opaque", "user.overlay.opaque"):
+        try:
+            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _image_entries(lowers: list[str], rel: str) -> set[str]:
+    """The names in folder `rel` as the image has it: the lower layers from the top, whiteouts and opaque
+    folders honoured."""
+    names: set[str] = set()
+    masked: set[str] = set()
+    for low in lowers:
+        folder = os.path.join(low, rel)
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                break
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name not in names and entry.name not in masked:
+                (masked if _whiteout(entry.stat(follow_symlinks=False)) else names).add(entry.name)
+        if _opaque(folder):
+            break
+    return names
+
+
 def _walk_upper(upper: str, lowers: list[str]) -> list[Change]:
-    """Iterative walk (an agent can nest deeper than Python's recursion limit); never follows symlinks."""
+    """Iterative walk (an agent can nest deeper than Python's recursion limit); never follows symlinks. An opaque
+    folder (made anew over one of the image's) reports what it hides as deleted, as `docker diff` does: emptying
+    a toolchain folder by making it again is a deletion like any other."""
     out: list[Change] = []
     stack = [""]
     while stack:
@@ -101,7 +139,7 @@ def _walk_upper(upper: str, lowers: list[str]) -> list[Change]:
             sub = f"{rel}/{entry.name}" if rel else entry.name
             st = entry.stat(follow_symlinks=False)
             is_dir = stat.S_ISDIR(st.st_mode)
-            if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # overlay whiteout: deleted in this layer
+            if _whiteout(st):  # overlay whiteout: deleted in this layer
                 out.append(Change("/" + sub, ChangeKind.DELETED))
                 continue
             existed = any(os.path.lexists(os.path.join(low, sub)) for low in lowers)
@@ -110,6 +148,10 @@ def _walk_upper(upper: str, lowers: list[str]) -> list[Change]:
             out.append(Change("/" + sub, kind, is_dir))
             if is_dir:
                 stack.append(sub)
+                if existed and _opaque(entry.path):
+                    kept = {e.name for e in os.scandir(entry.path)}
+                    out += [Change(f"/{sub}/{name}", ChangeKind.DELETED)
+                            for name in sorted(_image_entries(lowers, sub) - kept)]
     return out
 
 

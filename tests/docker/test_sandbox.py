@@ -107,15 +107,20 @@ def test_a_timed_out_command_is_stopped_and_the_sandbox_lives_on(world):
 
 
 def test_both_engine_views_report_the_same_changes(world):
+    """Including a toolchain folder made anew (`rm -rf d; mkdir d`: an opaque overlay folder): what it hides is
+    deleted, in both views, and tamper evidence."""
     with _box(world) as sb:
         sb.exec("echo 7 > /app/answer.txt; mkdir -p /app/out/sub; echo x > /app/out/sub/f; rm /app/data.txt; "
-                "echo y >> /etc/hostname.bak; touch /usr/local/bin/tool", timeout=30)
+                "echo y >> /etc/hostname.bak; touch /usr/local/bin/tool; "
+                "rm -rf /usr/share/base-files && mkdir /usr/share/base-files && touch /usr/share/base-files/motd",
+                timeout=30)
         sb.settle()
         fast = engine_changes(sb.trial.box, use_upper_dir=True)
         slow = engine_changes(sb.trial.box, use_upper_dir=False)
     assert [(c.path, c.kind) for c in fast] == [(c.path, c.kind) for c in slow]
     assert ("/app/data.txt", ChangeKind.DELETED) in [(c.path, c.kind) for c in fast]
-    assert TamperPolicy().evidence(fast) == ["A /usr/local/bin/tool (under /usr)"]
+    evidence = TamperPolicy().evidence(fast)
+    assert {"A /usr/local/bin/tool (under /usr)", "D /usr/share/base-files/profile (under /usr)"} <= set(evidence)
 
 
 def test_tests_leave_with_the_verifier_so_a_later_turn_cannot_read_them(world):
