@@ -25,7 +25,8 @@ from tests.support.fake_openai import FakeOpenAI, malformed, server_error, slow,
 from tests.support.scripted_agent import judge_reply
 from tests.unit.test_rollout_episode import FIXTURE, MemorySandbox
 
-RUBRIC = "## Must-do\n- Write the count.\n\n## Must-avoid\n- Editing the data.\n\n## Best-practice\n- Count with a tool.\n"
+RUBRIC = ("## Must-do\n- Write the count.\n\n## Must-avoid\n- Editing the data.\n\n"
+          "## Best-practice\n- Count with a tool.\n")
 
 
 def _config(srv: FakeOpenAI, timeout: float = 5.0) -> LLMConfig:
