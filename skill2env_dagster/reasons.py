@@ -118,6 +118,15 @@ INFRA_CODES: frozenset[ReasonCode] = frozenset(
 )
 
 
+# Screening codes that take a skill out of the pipeline (skillhub/screen/engine.py returns them) ...
+BLOCKING_CODES: frozenset[ReasonCode] = frozenset({
+    ReasonCode.NEEDS_EXTERNAL_ACCOUNT, ReasonCode.NEEDS_LIVE_SERVICE, ReasonCode.NEEDS_HARDWARE,
+    ReasonCode.OS_OR_GUI_SPECIFIC, ReasonCode.PERSONA_ONLY, ReasonCode.NO_ACTIONABLE_CONTENT,
+    ReasonCode.LICENCE_NOT_ALLOWED, ReasonCode.MALICIOUS, ReasonCode.HARMFUL,
+})
+# ... and findings recorded as evidence only: they screen nothing out (the funnel shows them apart).
+INFO_CODES: frozenset[ReasonCode] = frozenset({ReasonCode.LICENCE_UNKNOWN, ReasonCode.STANDIN_POSSIBLE})
+
 # The codes of a model call that failed because of the endpoint (down, throttled, misconfigured), not the input.
 LLM_ENDPOINT_CODES: frozenset[ReasonCode] = frozenset(
     {ReasonCode.LLM_UNAVAILABLE, ReasonCode.LLM_RATE_LIMITED, ReasonCode.LLM_MISCONFIGURED}

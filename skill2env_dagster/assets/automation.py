@@ -109,17 +109,18 @@ def _snapshot_requests(instance: dg.DagsterInstance, repo: Any, job_name: str, c
 
 
 def _pipeline_requests(instance: dg.DagsterInstance, repo: Any, snap_dir: Any, current: str) -> list[dg.RunRequest]:
-    """One run per eligible skill with work, selecting what the scan says is missing (all of the job when the
-    scan cannot prove the partition's state: Dagster then re-runs what it must)."""
+    """One run per skill with work, selecting what the scan says is missing (all of the job when the scan cannot
+    prove the partition's state: Dagster then re-runs what it must). Work is judged by each skill's final verdict
+    - its snapshot's, after the model's second opinion (the crawl's only without a snapshot) - so a skill the
+    opinion cleared is planned, and one it screened out gets its stale downstream re-run as skipped."""
     job = repo.get_job(PIPELINE_JOB)
     scan = FreshnessScan(instance, repo.asset_graph, job_chain(job, repo.asset_graph), None,
                          CREATION_SETTINGS_METADATA)
-    existing = set(instance.get_dynamic_partitions(SKILLS_PARTITION))
+    crawled = set(_eligible(snap_dir))
     requests = []
-    for key in _eligible(snap_dir):
-        if key not in existing:
-            continue
-        plan = scan.plan(key, eligible=True)
+    for key in sorted(instance.get_dynamic_partitions(SKILLS_PARTITION)):
+        verdict = scan.verdict(key)
+        plan = scan.plan(key, eligible=key in crawled if verdict is None else verdict)
         if plan is not None and not plan.selection:
             continue
         selection = None if plan is None else [dg.AssetKey(n) for n in plan.selection]

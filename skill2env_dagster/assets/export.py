@@ -105,6 +105,8 @@ def corpus_stats(context: dg.AssetExecutionContext, artifacts: ArtifactStoreReso
         data_version=dg.DataVersion(digest[:24]),
         metadata={
             "funnel": dg.MetadataValue.json(stats.funnel),
+            "screened_out_by_reason": dg.MetadataValue.json(stats.skill_reasons),
+            "recorded_not_screened_out": dg.MetadataValue.json(stats.recorded_reasons),
             "gate_pass_rate": dg.MetadataValue.float(stats.gate_pass_rates["overall"].pass_rate or 0.0),
             "stage_failures": dg.MetadataValue.json(stats.stage_failures),
             "generators": dg.MetadataValue.json(stats.generators),

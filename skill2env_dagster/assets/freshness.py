@@ -30,6 +30,7 @@ from dagster._core.definitions.data_version import extract_data_provenance_from_
 from dagster._core.events import DagsterEventType
 
 from skill2env_dagster.artifacts import SNAPSHOT, TASKS
+from skill2env_dagster.assets.skillhub import ELIGIBLE_METADATA
 from skill2env_dagster.models.freshness import Plan
 
 CHUNK = 500  # storage ids per records query
@@ -73,6 +74,14 @@ class FreshnessScan:
     def needs(self, asset: dg.AssetKey, key: str) -> bool:
         """This one asset of the partition is missing or not provably fresh (e.g. the snapshot, to batch it)."""
         return self.records[asset].get(key) is None or not self._asset_fresh(asset, key, eligible=False)
+
+    def verdict(self, key: str) -> bool | None:
+        """Eligible or not, as the partition's latest snapshot says (its final verdict, after the second opinion);
+        None without one (or the snapshot is not in this scan's chain)."""
+        record = self.records.get(dg.AssetKey(SNAPSHOT.name), {}).get(key)
+        mat = record.asset_materialization if record is not None else None
+        value = mat.metadata.get(ELIGIBLE_METADATA) if mat is not None else None
+        return None if value is None else bool(value.value)
 
     def plan(self, key: str, eligible: bool) -> Plan | None:
         """The partition's first selection when every asset is provably fresh or missing; None: ask Dagster."""

@@ -36,6 +36,8 @@ from skill2env_dagster.skillhub.snapshot import (
 from skill2env_dagster.store import ArtifactStore
 
 OWNERS = ["team:skill2env"]
+# The snapshot's final verdict (after the second opinion) in its metadata: what the runner and the sensor route by
+ELIGIBLE_METADATA = "eligible"
 
 
 raw_skill_md = dg.AssetSpec(
@@ -198,9 +200,10 @@ def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStor
 
 def _snapshot_one(store: ArtifactStore, snap_dir: Path, key: str, screen: Any, llm: LLMResource) -> SkillRecord:
     record = load_record(snap_dir, key)
-    if not llm.offline and screen.second_opinion:
-        with stage_run(store, SNAPSHOT, key, "llm", llm.model):
-            record = _with_second_opinion(record, llm, screen.second_opinion_clears)
+    endpoint = opinion_endpoint(llm)
+    if endpoint is not None and screen.second_opinion:
+        with stage_run(store, SNAPSHOT, key, "llm", endpoint.model):
+            record = _with_second_opinion(record, endpoint, screen.second_opinion_clears)
     store.save(SNAPSHOT, key, record)
     return record
 
@@ -239,6 +242,12 @@ def batch_materialization(key: str, result: dg.MaterializeResult, code_version: 
     return dg.AssetMaterialization(SNAPSHOT.name, partition=key, metadata=result.metadata, tags=tags)
 
 
+def opinion_endpoint(llm: LLMResource) -> LLMResource | None:
+    """The endpoint the second opinion asks: the configured model, none offline. (One seam: the runner's tests give
+    the screen a loopback model while the later stages stay offline.)"""
+    return None if llm.offline else llm
+
+
 def _with_second_opinion(record: SkillRecord, llm: LLMResource, may_clear: bool) -> SkillRecord:
     cache = OpinionCache(Path(llm.cache_dir) / "second_opinion" if llm.cache_dir else None)
     return second_opinion(record, llm.client(), model=llm.model, cache=cache, may_clear=may_clear,
@@ -275,6 +284,7 @@ def _snapshot_result(record: SkillRecord) -> dg.MaterializeResult:
             "name": record.name or "",
             "domain": record.domain,
             "status": record.status.value,
+            ELIGIBLE_METADATA: record.is_eligible,
             "reasons": dg.MetadataValue.json([c.value for c in record.reasons]),
             "duplicate_of": record.duplicate_of or "",
             "warnings": dg.MetadataValue.json(record.warnings),

@@ -97,11 +97,18 @@ def render(f: Funnel) -> str:
         return f" ({', '.join(f'{k} {v}' for k, v in d.items())})" if d else ""
 
     w = f.work
-    lines = [f"skills crawled {f.skills_crawled} · eligible {f.eligible} · screened out "
-             f"{sum(f.screened_out_by_reason.values())}{reasons(f.screened_out_by_reason)} · duplicates "
-             f"{f.duplicates} · invalid {f.invalid}",
-             f"planned {f.planned} · created {f.created} · retained {f.retained} · rejected "
-             f"{sum(f.rejected_by_reason.values())}{reasons(f.rejected_by_reason)}"]
+    lines = [f"skills crawled {f.skills_crawled} · eligible {f.eligible} · screened out {_screened(f)} · duplicates "
+             f"{f.duplicates} · invalid {f.invalid}"]
+    if f.recorded_by_reason:
+        lines.append(f"recorded, not screened out: {', '.join(f'{k} {v}' for k, v in f.recorded_by_reason.items())}")
+    if f.second_opinion:
+        op = f.second_opinion
+        asked = op.get("asked", 0)
+        lines.append(f"second opinion on {asked} skill{'s' if asked != 1 else ''} ({op.get('cached', 0)} from its "
+                     f"cache, {op.get('failed', 0)} failed: the rules' verdict stood) · cleared "
+                     f"{op.get('cleared', 0)} · screened out {op.get('screened_out', 0)}")
+    lines.append(f"planned {f.planned} · created {f.created} · retained {f.retained} · rejected "
+                 f"{sum(f.rejected_by_reason.values())}{reasons(f.rejected_by_reason)}")
     if w.ran == 0 and w.failed == 0 and w.analytics != "ran":
         lines.append(f"nothing to do: {w.up_to_date} of {w.partitions} partitions up to date (0 runs), "
                      f"analytics {w.analytics.replace('_', ' ')}")
@@ -126,6 +133,15 @@ def render(f: Funnel) -> str:
     lines.append(f"tasks: {len(f.exported)} in {f.tasks_dir}")
     lines.append(f"log: {f.log_file}")
     return "\n".join(lines)
+
+
+def _screened(f: Funnel) -> str:
+    """`54 skills (needs_live_service 46, ...; a skill may carry several)`: skills once, their reasons apart."""
+    if not f.screened_out:
+        return "0 skills"
+    by = ", ".join(f"{k} {v}" for k, v in f.screened_out_by_reason.items())
+    several = "; a skill may carry several" if sum(f.screened_out_by_reason.values()) > f.screened_out else ""
+    return f"{f.screened_out} skill{'s' if f.screened_out != 1 else ''} ({by}{several})"
 
 
 def _generator_line(f: Funnel) -> str:

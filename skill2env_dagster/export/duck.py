@@ -8,10 +8,17 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from skill2env_dagster.reasons import INFO_CODES
+
+_INFO = ", ".join(f"'{c.value}'" for c in sorted(INFO_CODES, key=lambda c: c.value))
 VIEWS: dict[str, str] = {
     "skill_funnel": "SELECT status, count(*) AS skills FROM skills GROUP BY status ORDER BY skills DESC",
-    "skill_reasons": "SELECT reason, count(*) AS skills FROM (SELECT unnest(reasons) AS reason FROM skills) "
+    # screened-out skills per reason (a skill may carry several); non-blocking findings apart, in skill_recorded
+    "skill_reasons": "SELECT reason, count(DISTINCT skill_id) AS skills FROM (SELECT skill_id, unnest(reasons) AS "
+                     f"reason FROM skills WHERE status = 'screened_out') WHERE reason NOT IN ({_INFO}) "
                      "GROUP BY reason ORDER BY skills DESC",
+    "skill_recorded": "SELECT reason, count(DISTINCT skill_id) AS skills FROM (SELECT skill_id, unnest(reasons) AS "
+                      f"reason FROM skills) WHERE reason IN ({_INFO}) GROUP BY reason ORDER BY skills DESC",
     "retained_tasks": "SELECT * FROM tasks WHERE status = 'retained' AND NOT coalesce(contaminated, false)",
     "domain_mix": "SELECT s.domain, count(DISTINCT s.skill_id) FILTER (WHERE s.eligible) AS eligible_skills, "
                   "count(r.task_name) AS retained_tasks FROM skills s LEFT JOIN retained_tasks r USING (skill_id) "

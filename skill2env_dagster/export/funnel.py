@@ -2,7 +2,11 @@
 and how much work the run did to get there.
 
 Counted from the artifact store over the skills of the current crawl, so a second run over an unchanged hub
-reports the same funnel with zero work, and skills removed from the hub (or outside `--only`) do not count.
+reports the same funnel with zero work, and skills removed from the hub (or outside `--only`) do not count. Every
+count is of skills, from their final records (the snapshot, after the model's second opinion; the crawl's record
+only for a skill whose snapshot is missing or of another bundle): a skill the opinion cleared counts as eligible.
+Screened-out skills are counted once, their reasons apart (a skill may carry several); non-blocking findings
+(licence_unknown, standin_possible) are recorded, not screened out, and shown apart.
 """
 
 from __future__ import annotations
@@ -13,7 +17,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skill2env_dagster.artifacts import CORPUS_KEY, GATES, HARDENING, JUDGE, PLANS, ROLLOUTS, SFT, STATS, TASKS
+from skill2env_dagster.artifacts import (
+    CORPUS_KEY,
+    GATES,
+    HARDENING,
+    JUDGE,
+    PLANS,
+    ROLLOUTS,
+    SFT,
+    SNAPSHOT,
+    STATS,
+    TASKS,
+)
 from skill2env_dagster.export.hardened import with_hardened
 from skill2env_dagster.export.inputs import load_inputs
 from skill2env_dagster.export.stats import corpus_stats
@@ -21,7 +36,7 @@ from skill2env_dagster.export.tables import build_tables
 from skill2env_dagster.models.gate import GateVerdict
 from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.skill import SkillRecord, SkillStatus
-from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.reasons import INFO_CODES, ReasonCode
 from skill2env_dagster.store import ArtifactStore
 
 
@@ -103,7 +118,15 @@ class Funnel(BaseModel):
     skills_crawled: int = 0
     sources_unavailable: dict[str, str] = Field(default_factory=dict, description="Source name -> why it was not "
                                                 "crawled (its skills are missing from every count below).")
-    screened_out_by_reason: dict[str, int] = Field(default_factory=dict)
+    screened_out: int = Field(default=0, description="Skills screened out (each once, whatever its reasons).")
+    screened_out_by_reason: dict[str, int] = Field(default_factory=dict, description="Reason -> screened-out skills "
+                                                   "carrying it (a skill may carry several).")
+    recorded_by_reason: dict[str, int] = Field(default_factory=dict, description="Non-blocking finding -> skills "
+                                               "carrying it, whatever their status (recorded, not screened out).")
+    second_opinion: dict[str, int] = Field(default_factory=dict, description="The model's second opinion on these "
+                                           "skills: asked, answered from its cache, failed (the rules' verdict "
+                                           "stood), cleared (screened out -> eligible), screened_out (eligible -> "
+                                           "screened out).")
     duplicates: int = 0
     invalid: int = 0
     eligible: int = 0
@@ -155,13 +178,57 @@ def skill_verdict(record: SkillRecord | None) -> str:
     return f"{record.status.value.replace('_', ' ')}{f': {blocking}' if blocking else ''}"
 
 
+def final_records(store: ArtifactStore, crawled: dict[str, SkillRecord]) -> dict[str, SkillRecord]:
+    """Each crawled skill's final record: its stored snapshot (the verdict after the second opinion) when that is
+    of the same bundle, else the crawl's record (no snapshot yet, or one of an older bundle)."""
+    out: dict[str, SkillRecord] = {}
+    for key, record in crawled.items():
+        snap = store.load(SNAPSHOT, key) if store.exists(SNAPSHOT, key) else None
+        out[key] = snap if snap is not None and snap.bundle_digest == record.bundle_digest else record
+    return out
+
+
+def screened_reasons(skills: Iterable[SkillRecord]) -> Counter[str]:
+    """Reason -> screened-out skills carrying it (non-blocking findings left out: they screen nothing out)."""
+    return Counter(r.value for s in skills if s.status is SkillStatus.SCREENED_OUT
+                   for r in set(s.reasons) if r not in INFO_CODES)
+
+
+def recorded_reasons(skills: Iterable[SkillRecord]) -> Counter[str]:
+    """Non-blocking finding -> skills carrying it, whatever their status."""
+    return Counter(r.value for s in skills for r in set(s.reasons) if r in INFO_CODES)
+
+
+def opinion_counts(skills: Iterable[SkillRecord]) -> dict[str, int]:
+    """What the second opinion did to these skills (empty when it was asked about none)."""
+    ops = [(s, s.second_opinion) for s in skills if s.second_opinion is not None]
+    if not ops:
+        return {}
+    answered = [(s, op) for s, op in ops if op.status == "answered"]
+    return {
+        "asked": len(ops),
+        "cached": sum(op.cached for _, op in ops),
+        "failed": sum(op.status == "failed" for _, op in ops),
+        "cleared": sum(bool(op.cleared) and s.is_eligible for s, op in answered),
+        "screened_out": sum(bool(op.added) and s.status is SkillStatus.SCREENED_OUT and not (set(s.reasons) - set(
+            op.added) - INFO_CODES) for s, op in answered),
+    }
+
+
+def _by_count(counts: Counter[str]) -> dict[str, int]:
+    """Most common first, ties by name: the same counts always print the same line."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def crawl_funnel(skills: Iterable[SkillRecord], counts: SkillCounts) -> Funnel:
-    """The funnel of the current crawl's skills, given their summed stage counts."""
+    """The funnel of the current crawl's skills (their final records), given their summed stage counts."""
     skills = list(skills)
-    screened = Counter(r.value for s in skills if s.status is SkillStatus.SCREENED_OUT for r in s.reasons)
     return Funnel(
         skills_crawled=len(skills),
-        screened_out_by_reason=dict(screened.most_common()),
+        screened_out=sum(s.status is SkillStatus.SCREENED_OUT for s in skills),
+        screened_out_by_reason=_by_count(screened_reasons(skills)),
+        recorded_by_reason=_by_count(recorded_reasons(skills)),
+        second_opinion=opinion_counts(skills),
         duplicates=sum(s.status is SkillStatus.DUPLICATE for s in skills),
         invalid=sum(s.status is SkillStatus.INVALID for s in skills),
         eligible=sum(s.is_eligible for s in skills),

@@ -59,8 +59,9 @@ def _figures(stats: CorpusStats) -> dict[str, Figure]:
                             [c["retained_tasks"] for _, c in domains], "retained tasks"),
         "axis_coverage": _axis_grid(stats),
         "gate_pass_rates": _barh("Gate pass rates", list(gates), [round(v, 3) for v in gates.values()], "pass rate"),
-        "skill_reasons": _barh("Why skills were dropped", list(stats.skill_reasons),
-                               list(stats.skill_reasons.values()), "skills"),
+        "skill_reasons": _barh(f"Why {stats.funnel.get('screened_out', 0)} skills were screened out (a skill may "
+                               "carry several reasons)", list(stats.skill_reasons), list(stats.skill_reasons.values()),
+                               "skills"),
     }
 
 

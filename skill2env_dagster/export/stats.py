@@ -12,6 +12,7 @@ import pyarrow as pa
 from skill2env_dagster.models.export import CorpusStats, CostSummary, CountRate
 from skill2env_dagster.models.plan import Usage
 from skill2env_dagster.models.probe import ProbeReport
+from skill2env_dagster.reasons import INFO_CODES
 
 AXES = ("archetype", "primary_verifier_pattern", "complexity", "persona", "tone", "expertise")
 USAGE_COLUMNS = list(Usage.model_fields)
@@ -35,6 +36,7 @@ def _funnel(f: dict[str, pd.DataFrame], exported: int) -> dict[str, int]:
     verdicts = gates.drop_duplicates(["skill_id", "task_name"])
     return {
         "crawled": len(skills),
+        "screened_out": int((skills["status"] == "screened_out").sum()),
         "eligible": int(skills["eligible"].sum()),
         "planned": int(f["plans"]["skill_id"].nunique()),
         "task_candidates": len(tasks),
@@ -43,6 +45,15 @@ def _funnel(f: dict[str, pd.DataFrame], exported: int) -> dict[str, int]:
         "contaminated": int(tasks["contaminated"].fillna(False).sum()),
         "exported": exported,
     }
+
+
+def _skill_reasons(skills: pd.DataFrame, blocking: bool) -> dict[str, int]:
+    """Reason -> skills carrying it: the reasons of screened-out skills (non-blocking findings left out), or the
+    non-blocking findings of every skill (recorded, not screened out)."""
+    rows = skills[skills["status"] == "screened_out"] if blocking else skills
+    reasons = rows["reasons"].map(lambda r: sorted(set(r)) if r is not None else []).explode().dropna()
+    info = reasons.isin([c.value for c in INFO_CODES])
+    return _counts(reasons[~info] if blocking else reasons[info])
 
 
 def _rate(verdicts: pd.Series) -> CountRate:
@@ -111,7 +122,8 @@ def corpus_stats(tables: dict[str, pa.Table], exported: int, probe: ProbeReport 
     retained = tasks[tasks["status"] == "retained"]
     return CorpusStats(
         funnel=_funnel(f, exported),
-        skill_reasons=_counts(f["skills"]["reasons"].explode().dropna()),
+        skill_reasons=_skill_reasons(f["skills"], blocking=True),
+        recorded_reasons=_skill_reasons(f["skills"], blocking=False),
         task_reasons=_counts(tasks[tasks["status"] != "retained"]["reasons"].explode().dropna()),
         domain_mix=_domain_mix(f["skills"], retained),
         axis_coverage={axis: _counts(retained[axis]) for axis in AXES},

@@ -92,7 +92,10 @@ class CorpusStats(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     funnel: dict[str, int] = Field(description="Stage -> count, in pipeline order (crawled ... exported).")
-    skill_reasons: dict[str, int] = Field(default_factory=dict, description="Why skills left the funnel.")
+    skill_reasons: dict[str, int] = Field(default_factory=dict, description="Why skills were screened out: reason "
+                                          "-> screened-out skills carrying it (a skill may carry several).")
+    recorded_reasons: dict[str, int] = Field(default_factory=dict, description="Non-blocking findings -> skills "
+                                             "carrying them (recorded, not screened out).")
     task_reasons: dict[str, int] = Field(default_factory=dict, description="Why task candidates were not retained.")
     domain_mix: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="Domain -> {eligible_skills, retained_tasks}."

@@ -338,3 +338,42 @@ def test_a_batch_run_records_each_partitions_own_provenance(setup):
     assert one.asset_materializations_for_node("skillhub_snapshot")[0].tags[DATA_VERSION_TAG] == record_fingerprint(
         store.load(SNAPSHOT, "t__log-counter"))
     assert {_stale(instance, resources, k) for k in keys} == {StaleStatus.FRESH}
+
+
+def test_change_sensor_sends_a_skill_the_opinion_cleared_down_the_pipeline(setup, tmp_path, monkeypatch):
+    """The sensor routes by each snapshot's final verdict (after the second opinion), not the crawl's: a skill the
+    opinion cleared in the snapshot batch gets its pipeline run; a lure, which it cannot clear, does not."""
+    from skill2env_dagster.assets import skillhub as skillhub_assets
+    from tests.support.fake_openai import FakeOpenAI
+    from tests.unit.test_screen_second_opinion import KEY_LINE, LURE, NOT_NEEDED, OFFLINE_LINE, _reply
+
+    hub, resources, instance = setup
+    write_skill(hub, "kiln-sync", body=f"Track kiln firing curves in `log.csv`.\n\n{KEY_LINE}\n\n{OFFLINE_LINE}")
+    write_skill(hub, "kiln-lure", body=f"Track kiln firing curves in `log.csv`.\n\n{LURE}")
+    sources = write_sources(tmp_path / "sources-sensor.yaml", [{"name": "t", "kind": "dir", "path": str(hub)}],
+                            tmp_path / "cache", screen={"second_opinion": True, "second_opinion_clears": True})
+    res = {**resources, "skillhub": SkillHubResource(sources_file=str(sources))}
+    defs = build_defs(res)
+    sensor = defs.get_sensor_def("skillhub_change_sensor")
+    _crawl(res, instance)
+    crawled = {r["skill_id"]: r["status"] for r in _crawl_table(res)}
+    assert crawled["t__kiln-sync"] == crawled["t__kiln-lure"] == "screened_out"
+    with FakeOpenAI(lambda body: _reply(not_needed=NOT_NEEDED)) as srv:
+        llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir="", max_retries=0)
+        monkeypatch.setattr(skillhub_assets, "opinion_endpoint", lambda _llm: llm)
+        first = _tick(sensor, defs, instance, res)
+        _run_batches(defs, instance, first.run_requests)
+    assert store_status(res, "t__kiln-sync") == "eligible" and store_status(res, "t__kiln-lure") == "screened_out"
+    second = _tick(sensor, defs, instance, res, first.cursor)
+    assert sorted(r.partition_key for r in second.run_requests) == ["t__csv-cleaner", "t__kiln-sync",
+                                                                     "t__log-counter", "t__unit-converter"]
+
+
+def _crawl_table(resources) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    from skill2env_dagster.artifacts import CRAWL
+    from skill2env_dagster.skillhub.snapshot import SKILLS_TABLE, latest_snapshot_dir
+
+    snap = latest_snapshot_dir(resources["artifacts"].store().dir(CRAWL))
+    return pq.read_table(snap / SKILLS_TABLE, columns=["skill_id", "status"]).to_pylist()

@@ -163,8 +163,8 @@ def test_stats_funnel_cost_and_plots(corpus, tmp_path: Path) -> None:
     inputs, bench = corpus
     result = export_corpus(inputs, tmp_path / "out", DecontamConfig(benchmark_paths=[str(bench)]))
     s = result.stats
-    assert s.funnel == {"crawled": 3, "eligible": 2, "planned": 2, "task_candidates": 3, "retained": 2,
-                        "gates_passed": 1, "contaminated": 1, "exported": 1}
+    assert s.funnel == {"crawled": 3, "screened_out": 1, "eligible": 2, "planned": 2, "task_candidates": 3,
+                        "retained": 2, "gates_passed": 1, "contaminated": 1, "exported": 1}
     assert s.skill_reasons == {"needs_hardware": 1} and s.task_reasons == {"nop_failed": 1}
     assert s.domain_mix["devops"] == {"eligible_skills": 1, "retained_tasks": 1}
     assert s.axis_coverage["persona"] == {"data_engineer": 2}

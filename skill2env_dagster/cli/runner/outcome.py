@@ -25,3 +25,7 @@ class PartitionOutcome(BaseModel):
     failure: FailedPartition | None = None
     seconds: float = 0.0
     seconds_by_stage: dict[str, float] = Field(default_factory=dict)
+    eligible: bool | None = Field(default=None, description="The final verdict, when this run made the snapshot.")
+    verdict_changed: bool = Field(default=False, description="The snapshot's verdict differed from the one the run "
+                                  "was scheduled by (the second opinion cleared or screened out the skill): the "
+                                  "rest of the chain ran by the snapshot's verdict, in the same run.")

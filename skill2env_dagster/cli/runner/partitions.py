@@ -25,6 +25,7 @@ from dagster._time import get_current_datetime
 
 from skill2env_dagster.artifacts import PIPELINE_JOB, SNAPSHOT, TASKS
 from skill2env_dagster.assets.freshness import job_chain
+from skill2env_dagster.assets.skillhub import ELIGIBLE_METADATA
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.interrupts import NEVER, SigintLatch
 from skill2env_dagster.cli.runner.outcome import PartitionOutcome, Plan
@@ -86,7 +87,11 @@ class PartitionRunner:
     def process(self, key: str, eligible: bool, plan: Plan | None = None) -> PartitionOutcome:
         """Rounds of (stale? → run those) for one partition; a failed run ends it with the failure recorded. A
         plan from the freshness scan stands in for the first question (and, when nothing else can have turned
-        stale, for the last). A Ctrl-C ends it as interrupted, even one Dagster let the run finish after."""
+        stale, for the last). A Ctrl-C ends it as interrupted, even one Dagster let the run finish after.
+
+        `eligible` is the verdict the partition was scheduled by; the snapshot's own verdict (the second opinion may
+        clear a skill or screen it out) replaces it as soon as a run makes the snapshot, so a cleared skill is
+        planned, and a newly screened-out one has its downstream skipped, in this same call."""
         start = time.monotonic()
         out = PartitionOutcome(key=key, status="up_to_date")
         for _ in range(len(self.chain) + 1):
@@ -111,6 +116,12 @@ class PartitionRunner:
                 out.status = "interrupted" if out.failure.reason == INTERRUPTED else "failed"
                 break
             out.status = "ran"
+            verdict = snapshot_verdict(result)
+            if verdict is not None:
+                out.eligible = verdict
+            if verdict is not None and verdict != eligible:  # cleared or screened out at snapshot time
+                eligible, out.verdict_changed, plan = verdict, True, None
+                continue
             if self._settled(selection, plan):
                 break
             plan = None
@@ -135,6 +146,17 @@ def stale_resolver(instance: dg.DagsterInstance, graph: Any) -> CachingStaleStat
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:
     """The run failed because Ctrl-C reached it (Dagster turns the signal into an error inside the step)."""
     return not result.success and failure_of("", result).reason == INTERRUPTED
+
+
+def snapshot_verdict(result: dg.ExecuteInProcessResult) -> bool | None:
+    """Eligible or not, as the snapshot this run made says (None when the run did not make one)."""
+    for event in result.all_events:
+        mat = event.step_materialization_data.materialization \
+            if event.event_type is DagsterEventType.ASSET_MATERIALIZATION else None
+        if mat is not None and mat.asset_key.path[-1] == SNAPSHOT.name:
+            value = mat.metadata.get(ELIGIBLE_METADATA)
+            return bool(value.value) if value is not None else None
+    return None
 
 
 def _account(out: PartitionOutcome, result: dg.ExecuteInProcessResult) -> None:

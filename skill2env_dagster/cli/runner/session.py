@@ -57,6 +57,7 @@ from skill2env_dagster.export.funnel import (
     add_model_use,
     add_rollouts,
     crawl_funnel,
+    final_records,
     retained_paths,
     skill_counts,
     skill_verdict,
@@ -152,17 +153,22 @@ class Session:
                 self._crawl(defs, instance)
                 store = ArtifactStore(home.artifacts)
                 skills = _current_skills(store)
-                work = self._partitions(instance, skills)
-                log.info("partitions in scope: %d (%d eligible)", len(work), sum(e for _, e in work))
+                scope = [k for k, _ in self._partitions(instance, skills)]
                 home.mark_phase("snapshots")
-                self._snapshot_batches(defs, instance, [k for k, _ in work])
+                self._snapshot_batches(defs, instance, scope)
+                # scheduled by the final verdicts: the snapshots just made (second opinion included) decide
+                work = self._partitions(instance, final_records(store, skills))
+                log.info("partitions in scope: %d (%d eligible by their snapshots; a snapshot made in the "
+                         "partition phase may still change it)", len(work), sum(e for _, e in work))
                 home.mark_phase("partitions")
                 outcomes = self._run_all(defs, instance, store, work, pool)
             finally:
                 if pool is not None:
                     pool.close()
-            log.info("partitions done: %s", {s: sum(o.status == s for o in outcomes) for s in
-                                             ("ran", "up_to_date", "failed", "interrupted")})
+            log.info("partitions done: %s; verdict changed at snapshot time: %d cleared, %d screened out",
+                     {s: sum(o.status == s for o in outcomes) for s in ("ran", "up_to_date", "failed", "interrupted")},
+                     sum(o.verdict_changed and o.eligible is True for o in outcomes),
+                     sum(o.verdict_changed and o.eligible is False for o in outcomes))
             done = summarise(outcomes, self.options.workers)
             done.runs += self.batch_runs
             keys = [k for k, _ in work]
@@ -254,7 +260,8 @@ class Session:
             raise RunnerError(f"the crawl failed; see the log file {self.log_file}")
 
     def _partitions(self, instance: Any, skills: dict[str, SkillRecord]) -> list[tuple[str, bool]]:
-        """(key, eligible) in scope, eligible skills first (the long ones: better packing and a truer ETA)."""
+        """(key, eligible) in scope, eligible skills first (the long ones: better packing and a truer ETA).
+        `skills` are the final records known now; a snapshot that runs decides anew (PartitionRunner.process)."""
         keys = set(instance.get_dynamic_partitions(SKILLS_PARTITION))
         if self.options.only is not None:
             unknown = sorted(set(self.options.only) - keys)
@@ -330,7 +337,7 @@ class Session:
     def _funnel(self, store: ArtifactStore, skills: dict[str, SkillRecord], keys: list[str],
                 outcomes: list[PartitionOutcome], done: WorkDone) -> Funnel:
         counts = sum((skill_counts(store, k) for k in skills), SkillCounts())
-        funnel = crawl_funnel(skills.values(), counts)
+        funnel = crawl_funnel(final_records(store, skills).values(), counts)
         funnel.sources_unavailable = _unavailable_sources(store)
         funnel.failed_partitions = [o.failure for o in outcomes if o.failure is not None] + self.rollout_failures
         funnel.generator = self.generator

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.models.skill import Finding
-from skill2env_dagster.reasons import ReasonCode
+from skill2env_dagster.reasons import BLOCKING_CODES, INFO_CODES, ReasonCode
 from skill2env_dagster.skillhub.parse import fallback_from_body
 from skill2env_dagster.skillhub.screen.context import (
     FileContext,
@@ -49,14 +49,6 @@ __all__ = ["BLOCKING_CODES", "INFO_CODES", "ScreenSettings", "blocking_codes", "
 DEFAULT_LICENCE_ALLOW = ("MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "CC-BY-4.0", "CC0-1.0",
                          "Unlicense", "MPL-2.0")
 
-# Codes screen_skill may return that take a skill out of the pipeline ...
-BLOCKING_CODES: frozenset[ReasonCode] = frozenset({
-    ReasonCode.NEEDS_EXTERNAL_ACCOUNT, ReasonCode.NEEDS_LIVE_SERVICE, ReasonCode.NEEDS_HARDWARE,
-    ReasonCode.OS_OR_GUI_SPECIFIC, ReasonCode.PERSONA_ONLY, ReasonCode.NO_ACTIONABLE_CONTENT,
-    ReasonCode.LICENCE_NOT_ALLOWED, ReasonCode.MALICIOUS, ReasonCode.HARMFUL,
-})
-# ... and codes that are recorded as evidence only.
-INFO_CODES: frozenset[ReasonCode] = frozenset({ReasonCode.LICENCE_UNKNOWN, ReasonCode.STANDIN_POSSIBLE})
 
 _SKILL_FILE = re.compile(r"(?i)^skill\.md$")
 _URL = re.compile(r"https?://([^\s'\"`)<>|]+)", re.IGNORECASE)
