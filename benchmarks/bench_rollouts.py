@@ -41,26 +41,8 @@ from skill2env_dagster.rollouts.runner import Job, TaskRef, run_jobs
 from skill2env_dagster.rollouts.settings import AgentLimits
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tasks" / "good_minimal"
-SOLVE = ["cat /app/data.txt", "wc -l < /app/data.txt | tr -d ' ' > /app/answer.txt", "cat /app/answer.txt"]
-
-
-class Instant:
-    """A policy with no model: the listed commands, one per turn, then stop."""
-
-    kind, solver, model = RolloutKind.SOLVER, "bench", "none"
-
-    def __init__(self, commands: list[str]) -> None:
-        self.commands = list(commands)
-
-    def prepare(self, sandbox: object, task: TaskDir) -> None:
-        return None
-
-    def act(self, messages: list, tools: list) -> ToolTurn:
-        if not self.commands:
-            return ToolTurn(content="done")
-        command = self.commands.pop(0)
-        return ToolTurn(calls=[RequestedCall(call_id=f"c{len(self.commands)}", name="bash",
-                                             arguments=json.dumps({"command": command}))])
+SOLVE = [("bash", {"command": c}) for c in ("cat /app/data.txt", "wc -l < /app/data.txt | tr -d ' ' > /app/answer.txt",
+                                              "cat /app/answer.txt")]
 
 
 def _task(root: Path) -> Path:
@@ -147,7 +129,7 @@ def _count_execs(factory: DockerSandboxFactory) -> list[int]:
 
 def throughput(factory: DockerSandboxFactory, task: Path, n: int, concurrency: int, out: Path) -> tuple[float, list]:
     ref = TaskRef("task", task)
-    jobs = [Job(ref, EpisodeSpec("task", task, f"r{i}", i, AgentLimits()), lambda: Instant(SOLVE),
+    jobs = [Job(ref, EpisodeSpec("task", task, f"r{i}", i, AgentLimits()), lambda: Calls(SOLVE),
                 RolloutKind.SOLVER, "bench", "none") for i in range(n)]
     start = time.perf_counter()
     rollouts = run_jobs(jobs, factory, out, concurrency)
@@ -168,7 +150,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         task = _task(root)
-        run_episode(EpisodeSpec("task", task, "warm", 0, AgentLimits()), Instant(["true"]), factory, root)  # build
+        warm = Calls([STEP_KINDS["bash true"]])
+        run_episode(EpisodeSpec("task", task, "warm", 0, AgentLimits()), warm, factory, root)  # builds the image
         bare = bare_exec(factory, task, args.steps)
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs); "
               f"bare docker exec round trip {bare * 1000:.1f} ms")

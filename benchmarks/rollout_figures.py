@@ -9,7 +9,8 @@ Needs the engine, registry and base images (scripts/docker-up.sh; skill2env base
    export and the difficulty report: episodes by kind and stop reason, judge agreement with the verifier, the
    judge's scale (Oracle, no-op, solvers), shortcuts, labels, histogram bins, SFT rows and exclusions.
 2. Hardening: the `log-triage-awk` example skill, created offline and gated; a policy that replays the task's own
-   reference solution makes it `too_easy`; up to `--rounds` hardening rounds (revise, rebuild, gate, roll out).
+   reference solution makes it `too_easy`; up to `--rounds` hardening rounds (revise, rebuild, gate, roll out,
+   judge every episode of the rebuild); the rebuild's row in the difficulty report and its SFT rows.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def calibration_figures(root: Path, factory: DockerSandboxFactory, attempts: int
 
 def hardening_figures(root: Path, factory: DockerSandboxFactory, attempts: int, rounds: int) -> dict:
     from tests.support.fake_openai import FakeOpenAI
-    from tests.support.scripted_agent import replay
+    from tests.support.scripted_agent import outcome_judge_reply, replay
     from tests.unit.task_helpers import plans_and_axes, skill_from_dir
 
     store = ArtifactStore(root / "artifacts")
@@ -130,14 +131,27 @@ def hardening_figures(root: Path, factory: DockerSandboxFactory, attempts: int, 
     script = (Path(original.path) / "solution" / "solve.sh").read_text()
     settings = _settings([("replay", attempts)], hardening_rounds=rounds)
     start = time.perf_counter()
-    with FakeOpenAI(replay(script)) as srv:
+    agent = replay(script)
+    with FakeOpenAI(lambda body: agent(body) if body.get("tools") else outcome_judge_reply(body)) as srv:
         endpoint = _endpoint(srv, "replay")
+        folder = root / "hardening" / "r0"
         first = roll_out_skill(skill.skill_id, [TaskRef(original.task_name, Path(original.path))], settings,
-                               endpoint, factory, root / "hardening" / "r0")
+                               endpoint, factory, folder)
+        judge = Judge(LLMClient(endpoint), JudgeSettings(max_attempts=2), RewardForm())
+        scores = judge_skill(first, folder, judge, "figures")
         rebuilder = skill_rebuilder(store, skill, plans, axes, created, OfflineGenerator(), gate, load_base_images())
-        trials = task_trials(settings, endpoint, factory, root / "hardening")
+        trials = task_trials(settings, endpoint, factory, root / "hardening", judge=judge)
         result = harden_skill(first, rebuilder, trials, rounds)
+    k = skill.skill_id
+    tasks = rolled_tasks({k: first}, {k: scores}, {k: folder}, {k: result}, {k: root / "hardening"})
+    report = build_report(tasks, 0.7)
+    sft = export_sft(tasks, root / "sft", 0.9, DecontamConfig())
     return {"task": original.task_name, "seconds": round(time.perf_counter() - start, 1),
+            "report_rows": [(t.task_name, t.hardened_from, t.label, t.judge_calibration, t.oracle_score, t.noop_score,
+                             t.solver_mean_score) for t in report.tasks],
+            "judged_per_round": [(r.round, len(r.verdicts), sum(x.scored for x in r.rollouts), r.not_judged)
+                                 for t in result.tasks for r in t.rounds if r.after is not None],
+            "sft_rows_by_task": dict(Counter(json.loads(x)["task"] for x in Path(sft.path).read_text().splitlines())),
             "before": (first.tasks[0].calibration.label, first.tasks[0].calibration.mean_reward_v),
             "outcomes": dict(Counter(t.outcome for t in result.tasks)), "not_needed": result.not_needed,
             "rounds": [{"round": r.round, "revision": r.revision.summary, "retained": r.revision.retained,

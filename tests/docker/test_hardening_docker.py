@@ -3,7 +3,8 @@ that replays the task's own reference solution (a policy that has memorised the 
 `task_hardening` revises it (next complexity level, one more difficulty pattern planting cases the first world
 did not have), rebuilds it through the frozen creator order and the gates, checks that the previous version's
 solution no longer solves it, and rolls it out again: the memorising policy now scores at most the too_easy
-threshold. Every round shows in the asset's metadata, the rebuilt task.toml records the history, and the export
+threshold; every episode of the rebuild is judged. Every round shows in the asset's metadata, the rebuilt
+task.toml records the history, and the export
 and the run's tasks/ mirror take the hardened version in place of the original."""
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from skill2env_dagster.tasks.generator import OfflineGenerator
 from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
 from tests.docker.conftest import RUN_ID
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.scripted_agent import replay
+from tests.support.scripted_agent import outcome_judge_reply, replay
 from tests.unit.task_helpers import plans_and_axes, skill_from_dir
 
 pytestmark = [pytest.mark.docker, pytest.mark.dagster, pytest.mark.timeout(900)]
@@ -60,7 +61,8 @@ def test_a_hardening_round_makes_the_task_harder(docker_client, examples_dir, tm
     (tmp_path / "rollouts.yaml").write_text(SETTINGS)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(SKILLS_PARTITION, [key])
-    with FakeOpenAI(replay(script)) as srv:
+    agent = replay(script)
+    with FakeOpenAI(lambda body: agent(body) if body.get("tools") else outcome_judge_reply(body)) as srv:
         resources = {"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")), "docker": DockerResource(),
                      "llm": LLMResource(base_url=srv.base_url, model="replay", cache_dir="", max_retries=1),
                      "rollouts": RolloutsResource(settings_file=str(tmp_path / "rollouts.yaml"))}
@@ -84,6 +86,11 @@ def test_a_hardening_round_makes_the_task_harder(docker_client, examples_dir, tm
     # The memorising policy replays the same solution: the rebuild is no longer too easy for it.
     assert first.after.mean_reward_v is not None and first.after.mean_reward_v <= 0.7
     assert h.outcome == "hardened" and h.final_label != "too_easy" and len(h.rounds) == 1
+    # Every episode of the rebuild is judged, its judge's scale checked like any task's.
+    assert sorted(v.rollout_id for v in first.verdicts) == sorted(r.rollout_id for r in first.rollouts if r.scored)
+    assert first.judgement is not None and first.judgement.hardened_from == original.task_name
+    assert (first.judgement.oracle_score, first.judgement.noop_score) == (4, -3)
+    assert first.judgement.calibration == "ok" and all(v.status == "judged" for v in first.verdicts)
     meta = TaskToml.from_toml((Path(h.final_path) / "task.toml").read_text()).metadata
     assert meta[HISTORY_KEY][0]["from_task"] == original.task_name
     assert meta[HISTORY_KEY][0]["previous_solution_reward_v"] == prev.reward_v

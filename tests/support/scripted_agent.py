@@ -143,6 +143,18 @@ def judge_reply(body: dict[str, Any], *, bad_answers: int = 0) -> str:
     return json.dumps(answer)
 
 
+def outcome_judge_reply(body: dict[str, Any]) -> str:
+    """`judge_reply`, but any episode that acted and left files in /app counts as done (+4): a rule-based judge
+    for tasks other than `good_minimal` (it cannot tell a right file from a wrong one)."""
+    answer = json.loads(judge_reply(body))
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    if answer["score"] == 0 and re.search(r"^(added|changed): /app/", user, flags=re.M):
+        answer["score"], answer["summary"] = 4, "Did the work; the files are in place."
+        for b in answer["bullets"]:
+            b["verdict"] = "satisfied"
+    return json.dumps(answer)
+
+
 def lenient_judge_reply(body: dict[str, Any]) -> str:
     """A judge that rates every episode +5, the no-op and the forger alike: what calibration must catch."""
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
