@@ -153,6 +153,30 @@ def report(out: Path) -> dict[str, Any]:
     return figures
 
 
+def export_transcripts(out: Path, dest: Path, only: list[str]) -> None:
+    """Every retained variant of a run (or those named), as a replayable transcript for the CI replay tests."""
+    from tests.support.creator_replay import transcript_from
+
+    rows = {r["skill"]: r for r in json.loads((out / "skills.json").read_text()) if "folder" in r}
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in sorted((out / "bundles").glob("*.json")):
+        bundles = TaskBundleSet.model_validate_json(path.read_text())
+        row = rows[bundles.skill_id]
+        (skill,) = [r for r in crawl_paths([Path(row["folder"])]).records if r.skill_file]
+        plans = plan_offline(skill, prompt_version="bench")
+        samples = {(s.workflow, s.variant): s for s in sample_axes(plans).samples}
+        workflows = {w.name: w for w in plans.workflows}
+        for b in bundles.retained():
+            if only and b.task_name not in only:
+                continue
+            sample = samples[(b.workflow, b.variant)]
+            folder = str(Path(row["folder"]).resolve().relative_to((SHARED / "corpus" / "skills").resolve()))
+            t = transcript_from(b, folder, workflows[b.workflow].model_dump(mode="json"),
+                                sample.model_dump(mode="json"), load_base_images())
+            (dest / f"{b.task_name}.json").write_text(json.dumps(t, indent=1, ensure_ascii=False) + "\n")
+            print(f"transcript {dest / (b.task_name + '.json')}: {t['recorded']}")
+
+
 def relay_figures(out: Path) -> dict[str, Any]:
     logs = sorted((out / "relay").glob("*/relay.jsonl")) if (out / "relay").is_dir() else []
     rows = [json.loads(line) for p in logs for line in p.read_text().splitlines() if line.strip()]
@@ -177,7 +201,13 @@ def main() -> None:
     ap.add_argument("--max-turns", type=int, default=40)
     ap.add_argument("--max-wall-sec", type=float, default=6 * 3600)
     ap.add_argument("--report", type=Path, help="only print the figures of a finished run folder")
+    ap.add_argument("--export-transcripts", type=Path, metavar="DIR",
+                    help="with --report RUN: write RUN's retained variants as replayable transcripts to DIR")
+    ap.add_argument("--tasks", nargs="*", default=[], help="with --export-transcripts: only these task names")
     args = ap.parse_args()
+    if args.report and args.export_transcripts:
+        export_transcripts(args.report, args.export_transcripts, args.tasks)
+        return
     if args.report:
         print(json.dumps(report(args.report), indent=1))
         return

@@ -29,6 +29,7 @@ from skill2env_dagster.rollouts.sandbox import CommandResult, Verification
 
 log = logging.getLogger(__name__)
 SKILL_MOUNT = "skill"  # /skill in the workbench
+_CAT = 'f=$1; [ -f "$f" ] && [ ! -L "$f" ] || exit 3; [ "$(wc -c < "$f")" -le "$2" ] || exit 4; exec cat -- "$f"'
 MAX_FETCH = 8 << 20
 
 
@@ -104,19 +105,24 @@ class DockerWorkbench:
         return RunResult(self._sb.exec(command, timeout), note)
 
     def fetch(self, path: str, max_bytes: int) -> bytes:
-        """A regular file of the workbench container; ValueError when it is not one or is too large."""
+        """A regular file of the workbench container; ValueError when it is not one or is too large. Read through
+        the engine, or (a tmpfs such as /tmp, which the engine's archive does not show) with `cat` inside."""
         if self._sb is None:
             raise ValueError("nothing has run yet: the workbench starts with the first `run`")
         try:
             tree = self._sb.sandbox.read_tree(path, max_bytes)
-        except docker.errors.NotFound as e:
-            raise ValueError(f"{path}: no such file in the workbench") from e
+        except docker.errors.NotFound:
+            tree = {}
         if tree is None:
             raise ValueError(f"{path} is larger than {max_bytes} bytes")
         data = tree.get(path, (None, 0))[0]
-        if not isinstance(data, bytes):
-            raise ValueError(f"{path} is not a regular file")
-        return data
+        if isinstance(data, bytes):
+            return data
+        res = self._sb.sandbox.trial.sh(_CAT, 60, args=(path, str(max_bytes)))
+        if res.exit_code == 0:
+            return res.output
+        why = {3: "no such regular file in the workbench", 4: f"larger than {max_bytes} bytes"}
+        raise ValueError(f"{path}: {why.get(res.exit_code or 0, 'could not be read')}")
 
     def close(self, keep: str | None = None) -> None:
         if self._box is not None:

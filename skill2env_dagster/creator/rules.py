@@ -75,7 +75,8 @@ def _static(s: GateSettings) -> list[Rule]:
              "in tests/ or solution/ (tests/rubric.md and solution/cheats/ excepted) may appear in instruction.md "
              "or in any file of environment/. A generator in tests/ that repeats lines of a build script or "
              "fixture in environment/ is a leak: share no long lines between what the solver sees and the "
-             "grading. No file but task.toml may mention the skill's id or bundle digest."),
+             "grading. No file but task.toml may contain the skill's bundle digest or its namespaced id (the "
+             "brief names them when they apply)."),
         Rule((C.TASK_TOO_LARGE,), "static",
              f"Size: one file at most {_mib(builder.MAX_FILE_BYTES)}, the whole task at most "
              f"{_mib(builder.MAX_TASK_BYTES)} (the gate's own limit is {_mib(static_checks.MAX_TASK_BYTES)}, "

@@ -30,7 +30,7 @@ from skill2env_dagster.creator.tools import describe_report, parse_arguments, to
 from skill2env_dagster.gates.reuse import task_digest
 from skill2env_dagster.gates.reward import all_zero
 from skill2env_dagster.gates.settings import GateSettings
-from skill2env_dagster.gates.static_checks import run_static_checks
+from skill2env_dagster.gates.static_checks import provenance_marks, run_static_checks
 from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import render, untrusted
 from skill2env_dagster.llm.tools import ChatMessage, RequestedCall, ToolTurn
@@ -134,6 +134,7 @@ class Session:
         self.recorder = TrajectoryRecorder(f"{ctx.task_name}-c{candidate}", model, self.tools)
         self.messages: list[ChatMessage] = []
         self._bench: Workbench | None = None
+        self.reused = False  # the last _gate() call answered with the previous report (the draft unchanged)
 
     # --- prompts -------------------------------------------------------------------------------------------------
     def _open(self) -> None:
@@ -148,7 +149,9 @@ class Session:
                        workflow_json=json.dumps(workflow, ensure_ascii=False, indent=1), sample=s,
                        turns=TURNS.get(s.complexity, "several"), patterns=self.patterns,
                        required=list(s.added_patterns), images=self.ctx.base_images, flavours=FLAVOURS,
-                       previous=self.previous, max_turns=lim.max_turns, max_tokens=f"{lim.max_total_tokens:,}",
+                       previous=self.previous, provenance=provenance_marks(self.ctx.skill.skill_id,
+                                                                           self.ctx.skill.bundle_digest),
+                       max_turns=lim.max_turns, max_tokens=f"{lim.max_total_tokens:,}",
                        max_minutes=f"{lim.max_wall_sec / 60:g}", listing=self.view.listing(lim.view_chars)).strip()
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": brief}]
         self.recorder.message("system", system)
@@ -420,9 +423,11 @@ class Session:
         return ok and zero, "\n".join(lines), sorted(v.metrics)
 
     def _gate(self) -> GateReport:
+        """The whole gate on the draft; the last report again while the draft is unchanged (`reused`)."""
         digest = task_digest(self.draft.dir.root)
         last = self.state.last_gate
-        if last is not None and last[0] == digest:
+        self.reused = last is not None and last[0] == digest
+        if last is not None and self.reused:
             return last[1]
         self.state.gate_runs += 1
         report = self.gate(self.draft.dir.root)
@@ -440,7 +445,8 @@ class Session:
         if cheats < MIN_CHEATS and not implicit:
             raise RefusalError(f"refused: {cheats} cheat(s) in solution/cheats/; write at least {MIN_CHEATS}")
         report = self._final_gate()
-        text = describe_report(report)
+        text = describe_report(report) + ("\n(the report of your last check: the draft has not changed since)"
+                                          if self.reused else "")
         if report.verdict is GateVerdict.RETAINED:
             return Outcome(f"{text}\nThe task is retained. Done.", end=True)
         if repairable(report) and self.state.repairs < self.max_repairs:

@@ -53,7 +53,8 @@ def tool_specs(patterns: list[str]) -> list[dict[str, Any]]:
             ["path", "content"]),
         _fn("delete_file", "Delete a file of the draft (same order and freeze rules as write_file).",
             {"path": _str("Path relative to the task folder.")}, ["path"]),
-        _fn("keep_file", "Copy a file the workbench produced (e.g. data your generator wrote) into the draft.",
+        _fn("keep_file", "Copy a file the workbench produced (e.g. data your generator wrote, anywhere, /tmp too) "
+            "into the draft.",
             {"container_path": _str("Absolute path in the workbench container."),
              "path": _str("Destination relative to the task folder (same rules as write_file).")},
             ["container_path", "path"]),
@@ -63,7 +64,8 @@ def tool_specs(patterns: list[str]) -> list[dict[str, Any]]:
             ["path"]),
         _fn("run", "Run a bash command in the workbench: a container of your environment/ image (rebuilt when "
             "environment/ changes), working directory /app, no network; your tests/ at /tests, solution/ at "
-            "/solution, the skill's files at /skill. Files you create there stay until the image is rebuilt.",
+            "/solution, the skill's files at /skill. Files you create there stay until environment/ changes (then the "
+            "image is rebuilt and a fresh container starts, so keep generated files you need with keep_file first).",
             {"command": _str("A bash command."), "timeout_sec": {"type": "integer", "minimum": 1, "maximum": 1800}},
             ["command"]),
         _fn("set_blueprint", "State the task's contract (may be restated until the freeze). Every rule cites the "

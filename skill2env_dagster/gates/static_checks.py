@@ -182,10 +182,19 @@ def check_freeze(task: TaskDir, config: TaskToml | None) -> Problems:
     return [] if recorded == actual else [f"freeze_hash {recorded} recorded, {actual} now"]
 
 
+def provenance_marks(skill_id: str, bundle_digest: str) -> list[str]:
+    """What may appear only in task.toml: the bundle digest, and the skill's id when it is a namespaced one
+    (`source__path/to/skill`). A bare id is the skill folder's name, often a plain word ("reconciliation"), which
+    a task about that very job must be free to use."""
+    id_marks = [skill_id] if skill_id and ("__" in skill_id or "/" in skill_id) else []
+    return [m for m in (*id_marks, bundle_digest) if m]
+
+
 def check_source_reference(task: TaskDir, config: TaskToml | None) -> Problems:
-    """The source skill's path or digest may appear only in task.toml (else it leaks the answer's origin)."""
-    marks = [str(config.metadata[k]).encode() for k in ("source_skill", "source_bundle_digest")
-             if config and config.metadata.get(k)]
+    """The source skill's id or digest may appear only in task.toml (else it leaks the answer's origin)."""
+    meta = config.metadata if config else {}
+    marks = [m.encode() for m in provenance_marks(str(meta.get("source_skill") or ""),
+                                                   str(meta.get("source_bundle_digest") or ""))]
     problems = []
     for p in _walk(task.root):
         if p.is_file() and not p.is_symlink() and p != task.config:

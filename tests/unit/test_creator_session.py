@@ -217,3 +217,21 @@ def test_no_candidate_failure_stops_its_siblings(examples_dir, tmp_path):
     assert first.reasons == [ReasonCode.INTERNAL_ERROR] and "RuntimeError: a bug somewhere" in first.evidence[0]
     assert Path(first.creator[0].trajectory).is_file()  # the crashed session's record is kept
     assert all(b.reasons == [ReasonCode.CREATOR_INCOMPLETE] for b in result.bundles[1:])
+
+
+def test_reading_the_skill_keeping_workbench_output_and_deleting_a_file(ctx, tmp_path):
+    turns = [[("read_skill", {"path": "SKILL.md", "first_line": 22, "last_line": 23}),
+              ("read_skill", {"path": "nope.md"}),
+              *writes({"environment/Dockerfile": TASK["environment/Dockerfile"], "environment/tmp.txt": "x"}),
+              ("keep_file", {"container_path": "/app/generated.csv", "path": "environment/app/data.csv"}),
+              ("keep_file", {"container_path": "/etc/shadow", "path": "environment/app/x"}),
+              ("delete_file", {"path": "environment/tmp.txt"}),
+              ("delete_file", {"path": "environment/tmp.txt"})], "Done?", "Done."]
+    b, _, _, _ = author(ctx, tmp_path, turns, limits=CreatorLimits(max_turns=2, max_candidates=1, nudges=0))
+    results = tool_results(b)
+    assert "22| 2. **Top failing endpoints**" in results[0] and "(lines 22-23 of" in results[0]
+    assert results[1].startswith("refused: no file 'nope.md' in the skill")
+    assert results[4] == "wrote 8 bytes to environment/app/data.csv"
+    assert results[5].startswith("refused: /etc/shadow: no such file")
+    assert results[6] == "deleted environment/tmp.txt" and results[7].startswith("refused: environment/tmp.txt is not")
+    assert b.creator[0].stop == "incomplete"  # never frozen: nothing was published as retained

@@ -190,3 +190,18 @@ def test_cheats_may_echo_what_the_agent_sees(good):
     (cheats / "long.sh").write_text("#!/bin/bash\necho 'widget,3 gadget,5 sprocket,2 gizmo,9 doohickey,1 thing'\n")
     verdicts = _verdicts(good)
     assert verdicts["no_leak"] is CheckVerdict.PASS and verdicts["bash_syntax"] is CheckVerdict.PASS
+
+
+def test_a_bare_skill_id_is_a_word_a_task_may_use_but_a_namespaced_id_and_the_digest_are_not(good):
+    """A skill folder named after its job ("reconciliation") must not ban that word from its own tasks; the
+    namespaced id a hub gives it and its bundle digest still leak the task's origin."""
+    digest = "0f1e2d" * 10 + "0f1e"
+    _set_metadata(source_skill="reconciliation", source_bundle_digest=digest)(good)
+    _append("instruction.md", "\nThe reconciliation policy is in the usual place.\n")(good)
+    by_name = {r.name: r for r in run_static_checks(good)}
+    assert by_name["no_source_reference"].verdict is CheckVerdict.PASS
+    for leak in ("corpus__finance/reconciliation", digest):
+        _set_metadata(source_skill="corpus__finance/reconciliation")(good)
+        _append("instruction.md", f"\n{leak}\n")(good)
+        check = {r.name: r for r in run_static_checks(good)}["no_source_reference"]
+        assert check.verdict is CheckVerdict.FAIL and leak in check.evidence

@@ -1,0 +1,53 @@
+"""Recorded transcripts of a capable model (answering through ../shared/tools/llmrelay for
+benchmarks/bench_creator.py) replayed end to end: the same tool calls, through the creator agent's harness, the
+workbench, the freeze and the real gates, must again end with the task retained, candidate by candidate as
+recorded. They need the shared corpus (the skills they were made from) and a Docker engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skill2env_dagster.creator import CreatorAgent, CreatorLimits
+from skill2env_dagster.creator.lab import DockerLab
+from skill2env_dagster.gates.base_images import load_base_images
+from skill2env_dagster.gates.freeze import compute_freeze_hash
+from skill2env_dagster.gates.runner import gate_task
+from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.models.axes import AxisSample
+from skill2env_dagster.models.plan import Workflow
+from skill2env_dagster.skillhub.crawl import crawl_paths
+from skill2env_dagster.store import ArtifactStore
+from skill2env_dagster.tasks.generator import make_context
+from skill2env_dagster.tasks.pipeline import CreationSettings, create_task
+from tests.docker.conftest import RUN_ID
+from tests.support.creator_replay import ReplayChat
+
+pytestmark = [pytest.mark.docker, pytest.mark.corpus]
+TRANSCRIPTS = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "creator_transcripts").glob("*.json"))
+
+
+def test_there_are_transcripts_of_three_skills():
+    skills = {json.loads(p.read_text())["skill_folder"] for p in TRANSCRIPTS}
+    assert len(skills) >= 3, skills
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
+def test_a_recorded_transcript_is_retained_again(path, corpus_dir, docker_client, tmp_path):
+    t = json.loads(path.read_text())
+    (skill,) = [r for r in crawl_paths([corpus_dir / t["skill_folder"]]).records if r.skill_file]
+    pins = load_base_images()
+    ctx = make_context(skill, Workflow.model_validate(t["workflow"]), AxisSample.model_validate(t["sample"]), pins,
+                       t["task_name"])
+    settings = GateSettings(run_id=RUN_ID)
+    chat = ReplayChat(t, pins)
+    agent = CreatorAgent(chat, "replay", "pv", DockerLab(settings), settings,
+                         CreatorLimits(max_candidates=len(t["candidates"])))
+    bundle, report = create_task(ArtifactStore(tmp_path / "store"), ctx, agent, lambda p: gate_task(p, settings),
+                                 CreationSettings())
+    assert [r.status for r in bundle.creator] == t["recorded"]["statuses"], (bundle.reasons, bundle.evidence)
+    assert [r.turns for r in bundle.creator] == t["recorded"]["turns"]
+    assert bundle.status == "retained" and report is not None and compute_freeze_hash(bundle.path) == bundle.freeze_hash
