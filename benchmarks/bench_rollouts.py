@@ -32,7 +32,7 @@ from skill2env_dagster.gates.container import client_for
 from skill2env_dagster.gates.dockerfile import pin_dockerfile
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.llm.tools import RequestedCall, ToolTurn
-from skill2env_dagster.models.atif import AtifTrajectory
+from skill2env_dagster.models.atif import AtifStep, AtifTrajectory
 from skill2env_dagster.models.rollout import RolloutKind
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.rollouts.docker_sandbox import DockerSandboxFactory, OutputLimits
@@ -87,6 +87,14 @@ STEP_KINDS = {
 }
 
 
+def _model_seconds(step: AtifStep) -> float:
+    return float((step.extra or {}).get("model_seconds", 0.0))
+
+
+def _tool_seconds(step: AtifStep) -> float:
+    return sum(float(t.get("seconds", 0.0)) for t in (step.extra or {}).get("tools", []))
+
+
 def _ts(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
@@ -103,11 +111,14 @@ def overhead(factory: DockerSandboxFactory, task: Path, steps: int, out: Path, k
     assert r.tool_calls == steps and r.scored, r
     traj = AtifTrajectory.model_validate_json((out / r.trajectory).read_text())
     agent = [st for st in traj.steps if st.source == "agent"]
-    per = [_ts(b.timestamp or "") - _ts(a.timestamp or "") - float((a.extra or {}).get("model_seconds", 0.0))
-           for a, b in itertools.pairwise(agent)]
-    per.sort()
+    pairs = list(itertools.pairwise(agent))
+    per = sorted(_ts(b.timestamp or "") - _ts(a.timestamp or "") - _model_seconds(a) for a, b in pairs)
+    own = sorted(_ts(b.timestamp or "") - _ts(a.timestamp or "") - _model_seconds(a) - _tool_seconds(a)
+                 for a, b in pairs)
     return {"steps": steps, "median": statistics.median(per), "p95": per[int(0.95 * (len(per) - 1))],
             "max": per[-1], "mean": (r.agent_seconds - r.model_seconds) / steps,
+            "own_median": statistics.median(own),
+            "own_mean": (r.agent_seconds - r.model_seconds - r.tool_seconds) / steps,
             "execs_per_step": (execs[0] - before) / steps, "cpu_per_step": cpu / steps,
             "episode_fixed": r.seconds - r.agent_seconds}
 
@@ -160,7 +171,9 @@ def main() -> None:
             ms = {k: f"{f[k] * 1000:.1f} ms" for k in ("median", "p95", "max", "mean")}
             print(f"harness overhead per step, {kind}: median {ms['median']}, p95 {ms['p95']}, max {ms['max']}, "
                   f"mean {ms['mean']} over {f['steps']} steps; {f['execs_per_step']:.1f} docker execs per step; "
-                  f"harness CPU {f['cpu_per_step'] * 1000:.1f} ms per step (episode included); "
+                  f"harness CPU {f['cpu_per_step'] * 1000:.1f} ms per step (episode included); of a step, the "
+                  f"harness alone (less the tool call's own round trip) median {f['own_median'] * 1000:.1f} ms, "
+                  f"mean {f['own_mean'] * 1000:.1f} ms; "
                   f"per episode apart (container, workspace view, verifier) {f['episode_fixed']:.2f} s; "
                   "target <= 100 ms per step")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -219,6 +219,10 @@ class Sandbox:
         if tar:
             self.trial.put_tar(tar, "/")
 
+    def touch(self) -> None:
+        """The agent phase ran a command by a route of its own (the rollouts' shell server): settle again."""
+        self._touch()
+
     def _touch(self) -> None:
         self.dirty, self._settled = True, None
 

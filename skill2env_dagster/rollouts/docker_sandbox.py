@@ -20,6 +20,7 @@ import io
 import logging
 import posixpath
 import re
+import shlex
 import tarfile
 import time
 from dataclasses import dataclass
@@ -33,13 +34,14 @@ import requests
 from skill2env_dagster.gates import container as ctr
 from skill2env_dagster.gates.changes import Change, ChangeKind, is_under, leaves, without_runtime
 from skill2env_dagster.gates.images import build_image
-from skill2env_dagster.gates.sandbox import Sandbox, TrialStatus, VerifyOutcome
+from skill2env_dagster.gates.sandbox import AGENT_ENV, Sandbox, TrialStatus, VerifyOutcome
 from skill2env_dagster.gates.services import load_services
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import InfraError, ReasonCode
 from skill2env_dagster.rollouts.sandbox import CommandResult, SandboxGoneError, Verification
+from skill2env_dagster.rollouts.shell import ShellServer
 from skill2env_dagster.rollouts.workspace import FileState, render
 
 log = logging.getLogger(__name__)
@@ -60,7 +62,7 @@ timeout -k 2 "$t" bash -c "$cmd" > "$f.p" 2>&1 < /dev/null
 c=$?
 i=0; while kill -0 "$h" && [ "$i" -lt 100 ]; do sleep 0.005; i=$((i+1)); done
 kill "$h"
-echo "$c"
+echo "S2E $c $(wc -c < "$f")"
 cat "$f"
 rm -f "$f" "$f.p"
 """
@@ -119,8 +121,10 @@ class DockerSandbox:
     """One fresh hardened trial for one episode (see module docstring)."""
 
     def __init__(self, client: docker.DockerClient, task_dir: Path, settings: GateSettings,
-                 limits: OutputLimits) -> None:
+                 limits: OutputLimits, persistent_shell: bool = True) -> None:
         self.client, self.task, self.settings, self.limits = client, TaskDir(task_dir), settings, limits
+        self.persistent_shell = persistent_shell
+        self._shell: ShellServer | None = None
         self.config = TaskToml.from_toml(self.task.config.read_text(encoding="utf-8"))
         self.workdir = self.config.environment.workdir or "/"
         self._sb: Sandbox | None = None
@@ -136,9 +140,14 @@ class DockerSandbox:
                                services=load_services(self.task.environment_dir, image)).__enter__()
         except (docker.errors.DockerException, requests.RequestException) as e:
             raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"could not start a container from {image}: {e}") from e
+        if self.persistent_shell:
+            trial = self._sb.trial
+            self._shell = ShellServer(self.client.api, trial.cid, _WRAP, {"KEEPER": trial.keeper, **AGENT_ENV})
         return self
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        if self._shell is not None:
+            self._shell.close()
         if self._sb is not None:
             self._sb.__exit__(et, e, tb)
 
@@ -166,18 +175,42 @@ class DockerSandbox:
 
     # -- the protocol ---------------------------------------------------------------------------
     def exec(self, command: str, timeout: float) -> CommandResult:
+        """Through the episode's shell server (`rollouts.shell`), else as an exec of its own."""
         lim = self.limits
         start = time.perf_counter()
-        out = self._run(_WRAP, timeout + GRACE, {"S2E_CMD": command, "S2E_TIMEOUT": f"{max(1, round(timeout))}",
-                                                 "S2E_CAP": str(lim.cap)})
+        out, state = self._shell_run(command, timeout)
+        if state == "unavailable":
+            out = self._run(_WRAP, timeout + GRACE, {"S2E_CMD": command, "S2E_TIMEOUT": f"{max(1, round(timeout))}",
+                                                     "S2E_CAP": str(lim.cap)})
         seconds = time.perf_counter() - start
-        header, _, body = out.partition(b"\n")
-        if not header.strip().isdigit():  # the trial's watchdog reaped a wrapper that never returned
-            return CommandResult(None, head=out[:lim.head], timed_out=seconds >= timeout, seconds=seconds)
-        code, size = int(header), len(body)
+        header, _, body = (out or b"").partition(b"\n")
+        fields = header.split()
+        if len(fields) != 3 or not fields[1].lstrip(b"-").isdigit():  # killed, or reaped at the deadline
+            return CommandResult(None, head=(out or b"")[:lim.head], timed_out=seconds >= timeout, seconds=seconds)
+        code, size = int(fields[1]), len(body)
         head, tail = (body, b"") if size <= lim.head + lim.tail else (body[:lim.head], body[-lim.tail:])
         return CommandResult(code, head, tail, size, capped=size >= lim.cap,
                              timed_out=code == TIMED_OUT and seconds >= timeout * 0.95, seconds=seconds)
+
+    def _script(self, body: str, timeout: float, env: dict[str, str]) -> bytes:
+        """A harness script's output: through the shell server when there is one, else as an exec."""
+        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        out, state = self._shell_run(f"{assigns} /bin/sh -c {shlex.quote(body)}", timeout)
+        if state == "unavailable":
+            return self._run(body, timeout, env)
+        head, _, rest = (out or b"").partition(b"\n")
+        return rest if head.startswith(b"S2E ") else b""
+
+    def _shell_run(self, command: str, timeout: float) -> tuple[bytes | None, str]:
+        if self._shell is None:
+            return None, "unavailable"
+        self.sandbox.touch()
+        out, state = self._shell.run(command, timeout, self.limits.cap, timeout + GRACE)
+        if state == "timeout":  # as the exec's watchdog would: stop what runs, the files stay
+            self.sandbox.trial.reap_or_kill()
+        if state in ("lost", "timeout") and not self.sandbox.trial.alive():
+            raise SandboxGoneError("container stopped during the command")
+        return out, state
 
     def write_file(self, path: str, content: bytes, mode: str | None = None) -> CommandResult:
         start = time.perf_counter()
@@ -187,9 +220,9 @@ class DockerSandbox:
         chunks = [content[i:i + WRITE_CHUNK] for i in range(0, len(content), WRITE_CHUNK)] or [b""]
         out = b""
         for i, chunk in enumerate(chunks):
-            out = self._run(_WRITE, 60, {"S2E_PATH": target, "S2E_DATA": base64.b64encode(chunk).decode(),
-                                         "S2E_OP": "new" if i == 0 else "append",
-                                         "S2E_MODE": mode if mode and i == len(chunks) - 1 else ""})
+            out = self._script(_WRITE, 60, {"S2E_PATH": target, "S2E_DATA": base64.b64encode(chunk).decode(),
+                                            "S2E_OP": "new" if i == 0 else "append",
+                                            "S2E_MODE": mode if mode and i == len(chunks) - 1 else ""})
             if not out.rstrip().endswith(b"rc=0"):
                 break
         ok = out.rstrip().endswith(b"rc=0")

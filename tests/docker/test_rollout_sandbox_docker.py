@@ -68,3 +68,38 @@ def test_a_forged_reward_is_tamper_evidence(docker_client, make_task):
     with factory(make_task(name="clean")) as sb:
         sb.exec("wc -l < data.txt | tr -d ' ' > answer.txt", 10)
         assert sb.verify().reason is None
+
+
+def test_commands_run_through_one_shell_server_that_survives_what_agents_do(docker_client, make_task):
+    """One exec for the episode's commands, not one per command; killed, timed out, backgrounded, reading stdin
+    or printing the protocol's own words, each command gets its own answer and the next still runs."""
+    factory = DockerSandboxFactory(GateSettings(run_id=RUN_ID), OutputLimits(2000, 2000, 1 << 20), client=docker_client)
+    with factory(make_task()) as sb:
+        creates = []
+        original = docker_client.api.exec_create
+
+        def counted(*a, **kw):
+            creates.append(a)
+            return original(*a, **kw)
+
+        docker_client.api.exec_create = counted
+        try:
+            outs = [sb.exec(f"echo step {i}", 10) for i in range(20)]
+            assert [o.head for o in outs] == [f"step {i}\n".encode() for i in range(20)]
+            assert len(creates) == 1 and sb._shell is not None and sb._shell.started == 1
+            tricky = sb.exec("printf 'S2E 0 999\\n'; echo done", 10)
+            assert (tricky.exit_code, tricky.head) == (0, b"S2E 0 999\ndone\n")
+            assert sb.exec("cat; echo read-nothing", 10).head == b"read-nothing\n"  # stdin is /dev/null
+            bg = sb.exec("(sleep 300 &) ; sleep 300 > /dev/null & echo started", 10)
+            assert bg.head == b"started\n" and bg.seconds < 5
+            slow = sb.exec("sleep 30", 1)
+            assert slow.timed_out and slow.exit_code == 124
+            # An agent that kills the server (and so its own command): no answer, as a killed exec gives none.
+            killed = sb.exec("for p in /proc/[0-9]*; do grep -q 'read -r t ca[p]' $p/cmdline 2>/dev/null && "
+                             "kill -9 ${p#/proc/}; done; sleep 5", 10)
+            assert killed.exit_code is None and killed.seconds < 5
+            again = sb.exec("echo alive", 10)
+            assert (again.exit_code, again.head) == (0, b"alive\n") and sb._shell.started == 2
+            assert sb.exec("exit 3", 10).exit_code == 3
+        finally:
+            docker_client.api.exec_create = original
