@@ -86,8 +86,10 @@ def _rollouts_line(r: RolloutSummary) -> str:
     if r.status == "skipped":
         return f"rollouts: skipped ({r.reason})"
     labels = ", ".join(f"{k} {v}" for k, v in r.labels.items()) or "none"
+    scale = ", ".join(f"{k} {v}" for k, v in r.judge_scale.items()) or "not judged"
     return (f"rollouts: {r.rollouts} episodes on {r.tasks} tasks ({r.ran} skills ran, {r.up_to_date} up to date, "
-            f"{r.failed} failed) · difficulty {labels} · judged {r.judged}, judge failed {r.judge_failed} · "
+            f"{r.failed} failed) · difficulty {labels} · judged {r.judged} (hardened rebuilds {r.hardened_judged}), "
+            f"judge failed {r.judge_failed} · judge scale {scale} · hacking {r.hacking} (reward 0) · "
             f"SFT rows {r.sft_rows}")
 
 

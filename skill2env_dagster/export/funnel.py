@@ -99,8 +99,12 @@ class RolloutSummary(BaseModel):
     tasks: int = 0
     rollouts: int = 0
     labels: dict[str, int] = Field(default_factory=dict, description="Difficulty label -> tasks.")
-    judged: int = 0
+    judged: int = Field(default=0, description="Episodes judged, hardened rebuilds' included.")
     judge_failed: int = 0
+    hardened_judged: int = Field(default=0, description="Of `judged`, episodes of hardened rebuilds.")
+    judge_scale: dict[str, int] = Field(default_factory=dict, description=(
+        "Tasks by the judge's calibration: ok | judge_miscalibrated (judge term out) | unchecked."))
+    hacking: int = Field(default=0, description="Episodes with evidenced hacking: reward 0, no SFT row.")
     sft_rows: int = 0
     llm_usage: dict[str, object] = Field(default_factory=dict, description="Solver and judge calls, tokens, cost.")
 
@@ -273,14 +277,20 @@ def add_rollouts(summary: RolloutSummary, store: ArtifactStore, skill_ids: Itera
     keys = list(skill_ids)
     rollouts = [store.load(ROLLOUTS, k) for k in keys if store.exists(ROLLOUTS, k)]
     judges = [store.load(JUDGE, k) for k in keys if store.exists(JUDGE, k)]
+    rounds = [r for k in keys if store.exists(HARDENING, k) for t in store.load(HARDENING, k).tasks for r in t.rounds]
     tasks = [t for r in rollouts for t in r.tasks]
-    verdicts = [v for j in judges for v in j.verdicts]
+    hardened = [v for r in rounds for v in r.verdicts]
+    verdicts = [v for j in judges for v in j.verdicts] + hardened
+    scales = [t.calibration for j in judges for t in j.tasks] + [r.judgement.calibration for r in rounds if r.judgement]
     return summary.model_copy(update={
         "tasks": len(tasks),
         "rollouts": sum(len(t.rollouts) for t in tasks),
         "labels": dict(Counter(t.calibration.label for t in tasks).most_common()),
         "judged": sum(v.status == "judged" for v in verdicts),
         "judge_failed": sum(v.status == "judge_failed" for v in verdicts),
+        "hardened_judged": sum(v.status == "judged" for v in hardened),
+        "judge_scale": dict(Counter(scales).most_common()),
+        "hacking": sum(v.hacking is not None for v in verdicts),
         "sft_rows": store.load(SFT, CORPUS_KEY).rows if store.exists(SFT, CORPUS_KEY) else 0,
         "llm_usage": total_usage([*(r.usage for r in rollouts), *(j.usage for j in judges)]).report(),
     })

@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 
 from skill2env_dagster.artifacts import GATES, ROLLOUTS, SKILLS_PARTITION
+from skill2env_dagster.cli.run import _rollouts_line
 from skill2env_dagster.cli.runner.options import RunOptions
 from skill2env_dagster.cli.runner.session import Session
 from skill2env_dagster.definitions import build_defs
@@ -69,5 +70,7 @@ def test_rollout_phase_runs_once_and_reports(docker_client, tmp_path, monkeypatc
         rollouts = store.load(ROLLOUTS, KEY)
         assert summary.tasks == 1 and summary.rollouts == len(rollouts.rollouts()) > 0
         assert sum(summary.labels.values()) == 1 and summary.judged + summary.judge_failed > 0
+        assert sum(summary.judge_scale.values()) >= 1 and summary.hacking == 0
+        assert "judge scale" in _rollouts_line(summary) and "hacking 0 (reward 0)" in _rollouts_line(summary)
         again = session._rollouts(defs, instance, store, [KEY])
         assert (again.status, again.ran, again.up_to_date) == ("up_to_date", 0, 1)
