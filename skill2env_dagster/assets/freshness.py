@@ -11,13 +11,15 @@ each parent the id of its latest event — and applies the resolver's own rules 
   input or carries the same data version (a re-run with identical output, a re-crawl at a new commit of an
   unchanged skill: the resolver compares the same two data versions);
 - a missing asset is fine only where the runner would not run it anyway (an ineligible skill's downstream);
+- a snapshot whose model second opinion failed (the rules' verdict stood) is never called fresh, so the next
+  snapshot batch asks the model again (Dagster's resolver calls it fresh: this is the scan's one addition);
 - `task_bundles` must also have been made with this run's creation settings (when settings are given: the
   change sensor has none, any settings will do).
 
 Only partitions that pass for every asset skip the resolver. A partition whose assets are each either provably
 fresh or missing gets a plan (run the missing ones the runner needs) without asking the resolver — the usual
-case on a cold run; any other partition gets the resolver's answer. So the scan saves queries but never
-changes a decision.
+case on a cold run; any other partition gets the resolver's answer. So the scan saves queries but, the failed
+opinion aside, never changes a decision.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dagster._core.definitions.data_version import extract_data_provenance_from_
 from dagster._core.events import DagsterEventType
 
 from skill2env_dagster.artifacts import SNAPSHOT, TASKS
-from skill2env_dagster.assets.skillhub import ELIGIBLE_METADATA
+from skill2env_dagster.assets.skillhub import ELIGIBLE_METADATA, OPINION_FAILED_METADATA
 from skill2env_dagster.models.freshness import Plan
 
 CHUNK = 500  # storage ids per records query
@@ -51,6 +53,13 @@ def _latest_records(instance: dg.DagsterInstance, key: dg.AssetKey, external: bo
         records = fetch(dg.AssetRecordsFilter(asset_key=key, storage_ids=chunk), limit=len(chunk)).records
         out.update({r.partition_key: r for r in records if r.partition_key is not None})
     return out
+
+
+def _metadata(record: Any, name: str) -> Any:
+    """A metadata value of a materialisation record (None when absent)."""
+    mat = record.asset_materialization if record is not None else None
+    value = mat.metadata.get(name) if mat is not None else None
+    return None if value is None else value.value
 
 
 def job_chain(job: Any, graph: Any) -> list[dg.AssetKey]:
@@ -79,9 +88,8 @@ class FreshnessScan:
         """Eligible or not, as the partition's latest snapshot says (its final verdict, after the second opinion);
         None without one (or the snapshot is not in this scan's chain)."""
         record = self.records.get(dg.AssetKey(SNAPSHOT.name), {}).get(key)
-        mat = record.asset_materialization if record is not None else None
-        value = mat.metadata.get(ELIGIBLE_METADATA) if mat is not None else None
-        return None if value is None else bool(value.value)
+        value = _metadata(record, ELIGIBLE_METADATA)
+        return None if value is None else bool(value)
 
     def plan(self, key: str, eligible: bool) -> Plan | None:
         """The partition's first selection when every asset is provably fresh or missing; None: ask Dagster."""
@@ -97,6 +105,8 @@ class FreshnessScan:
 
     def _asset_fresh(self, asset: dg.AssetKey, key: str, eligible: bool) -> bool:
         record = self.records[asset][key]
+        if asset.path[-1] == SNAPSHOT.name and _metadata(record, OPINION_FAILED_METADATA) is not None:
+            return False  # the second opinion failed last time: ask again (a success is cached, so cheap)
         prov = extract_data_provenance_from_entry(record.event_log_entry)
         parents = set(self.graph.get(asset).parent_keys)
         if prov is None or prov.code_version != self.graph.get(asset).code_version:

@@ -38,6 +38,8 @@ from skill2env_dagster.store import ArtifactStore
 OWNERS = ["team:skill2env"]
 # The snapshot's final verdict (after the second opinion) in its metadata: what the runner and the sensor route by
 ELIGIBLE_METADATA = "eligible"
+# Set when the model's second opinion failed (the rules' verdict stands): the freshness scan asks again next time
+OPINION_FAILED_METADATA = "second_opinion_failure"
 
 
 raw_skill_md = dg.AssetSpec(
@@ -260,8 +262,8 @@ def _opinion_metadata(record: SkillRecord) -> dict[str, Any]:
         return {"second_opinion": "none (no model endpoint, or settings.screen.second_opinion is off)"}
     if op.status == "failed":
         return {"second_opinion": f"{op.model} failed ({op.failure.value if op.failure else 'unknown'}): the rules' "
-                                  f"verdict stands; asked again on the next materialisation",
-                "second_opinion_failure": op.failure.value if op.failure else "", **usage_metadata(op.usage)}
+                                  f"verdict stands; asked again on the next run (skill2env run, the sensor)",
+                OPINION_FAILED_METADATA: op.failure.value if op.failure else "unknown", **usage_metadata(op.usage)}
     rows = "\n".join(f"| {d.code.value} | {d.kind} | {d.detail.replace('|', '/')[:80]} |" for d in op.disagreements)
     table = "| code | kind | detail |\n|---|---|---|\n" + rows if rows else "the model agrees with the rules"
     return {

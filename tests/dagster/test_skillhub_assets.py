@@ -278,8 +278,8 @@ def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setu
 
 def test_a_failed_second_opinion_leaves_the_rules_verdict_with_its_reason(setup, tmp_path):
     """A model that fails (here: a server error) does not fail the partition: the rules' verdict is saved, the
-    failure's reason is on the opinion and in the metadata, and the next materialisation asks again (a failure is
-    not cached)."""
+    failure's reason is on the opinion and in the metadata, and the next snapshot batch asks again (a failure is
+    not cached, and the freshness scan does not call that snapshot fresh)."""
     from skill2env_dagster.artifacts import FAILURES
     from tests.support.fake_openai import FakeOpenAI, server_error
 
@@ -297,9 +297,19 @@ def test_a_failed_second_opinion_leaves_the_rules_verdict_with_its_reason(setup,
         record = store.load(SNAPSHOT, "t__csv-cleaner")
         assert record.second_opinion is not None and record.second_opinion.status == "failed"
         assert not store.exists(FAILURES, "t__csv-cleaner")
+        assert _scan_needs_snapshot(with_model, instance, "t__csv-cleaner")  # the next snapshot batch asks again
         _snapshot(with_model, instance, "t__csv-cleaner")
         assert srv.count == 2
     assert store.load(SNAPSHOT, "t__csv-cleaner").second_opinion.status == "answered"
+    assert not _scan_needs_snapshot(with_model, instance, "t__csv-cleaner")
+
+
+def _scan_needs_snapshot(resources, instance, key) -> bool:
+    from skill2env_dagster.assets.freshness import FreshnessScan
+
+    snapshot = dg.AssetKey("skillhub_snapshot")
+    scan = FreshnessScan(instance, build_defs(resources).resolve_asset_graph(), [snapshot], None, "")
+    return scan.needs(snapshot, key)
 
 
 def test_a_batch_run_records_each_partitions_own_provenance(setup):
