@@ -81,8 +81,10 @@ def skillhub_crawl(
             "snapshot_id": manifest.snapshot_id,
             "snapshot_dir": dg.MetadataValue.path(str(snap_dir)),
             "skills": manifest.n_skills,
-            "status_counts": dg.MetadataValue.json(manifest.status_counts),
-            "reason_counts": dg.MetadataValue.json(manifest.reason_counts),
+            "rules_status_counts": dg.MetadataValue.json(manifest.status_counts),
+            "rules_reason_counts": dg.MetadataValue.json(manifest.reason_counts),
+            "verdicts": "skills per status and per reason as the rules judged them, before the model's second "
+                        "opinion; the final verdicts: skillhub_snapshot per skill, corpus_stats for the corpus",
             "sources": dg.MetadataValue.json(manifest.sources),
             "partitions_added": len(added),
             "raw_skill_md_observed": observed,
