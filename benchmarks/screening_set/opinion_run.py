@@ -30,7 +30,7 @@ import opinion_sample
 from evaluate import load_items, missing_mirrors, screen_items
 from mirror import Mirror
 
-from skill2env_dagster.skillhub.config import CrawlSettings, SourceSpec, SourcesConfig
+from skill2env_dagster.skillhub.config import CrawlSettings, SourcesConfig, SourceSpec
 from skill2env_dagster.skillhub.screen.engine import ScreenSettings
 
 
