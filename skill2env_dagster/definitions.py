@@ -71,6 +71,10 @@ def build_defs(resources: Mapping[str, Any] | None = None) -> dg.Definitions:
         schedules=[build_crawl_schedule(crawl_job)],
         sensors=[build_change_sensor(pipeline_job, snapshot_job)],
         resources={**default_resources(), **dict(resources or {})},
+        # Steps of a run execute in its run worker's process: a per-skill run is a chain (each step needs the one
+        # before), so a process per step would only add an import of the code location to every step. Runs, not
+        # steps, are what spreads over processes and hosts (run queue, deploy/celery).
+        executor=dg.in_process_executor,
     )
 
 

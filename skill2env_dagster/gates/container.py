@@ -207,6 +207,7 @@ class Trial:
         box = self.client.containers.create(
             image, init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], pids_limit=s.pids_limit,
             mem_limit=f"{s.memory_mb}m", memswap_limit=f"{s.memory_mb}m", nano_cpus=int(s.cpus * 1e9),
+            cpuset_cpus=s.cpuset,
             log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
             labels={LABEL: s.run_id, **labels}, detach=True, **kw)
         with _LIVE_LOCK:

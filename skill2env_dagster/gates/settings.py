@@ -20,6 +20,8 @@ class GateSettings(BaseModel):
     pids_limit: int = Field(default=256, ge=16)
     memory_mb: int = Field(default=1024, ge=64)
     cpus: float = Field(default=1.0, gt=0)
+    cpuset: str | None = Field(default=None, description="Cores the containers are pinned to (docker --cpuset-cpus), "
+                               "e.g. a worker host's own cores; None = any core.")
     tmp_mb: int = Field(default=256, ge=8, description="Size of the tmpfs mounted on /tmp.")
     logs_mb: int = Field(default=16, ge=2, description="Size of the tmpfs mounted on /logs.")
     output_cap_bytes: int = Field(default=1 << 20, ge=1024, description="Kept stdout+stderr per script.")

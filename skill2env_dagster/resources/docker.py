@@ -3,6 +3,7 @@ config field generated from `GateSettings`, plus where the base-image record liv
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,9 @@ else:
 from skill2env_dagster.hashing import canonical_json, sha256_bytes
 
 # Settings that change where or how fast gates run, never what they conclude (excluded from the verdict key).
-_NOT_VERDICT = {"docker_url", "concurrency", "run_id", "read_upper_dir"}
+_NOT_VERDICT = {"docker_url", "concurrency", "run_id", "read_upper_dir", "cpuset"}
+HOST_CPUSET = "S2E_GATE_CPUSET"  # a worker host pinned to some cores pins its gate containers to the same ones
+HOST_LABEL = "S2E_GATE_LABEL"  # a worker host's label on its gate containers (to remove what a dead worker left)
 
 
 class DockerResource(dg.ConfigurableResource):
@@ -36,8 +39,11 @@ class DockerResource(dg.ConfigurableResource):
                                   "(find or clean them up by it); None = a fresh random value per gate call.")
 
     def settings(self) -> GateSettings:
-        label = {"run_id": self.run_label} if self.run_label else {}
-        return GateSettings(**self.gates.model_dump()).model_copy(update=label)
+        label = self.run_label or os.environ.get(HOST_LABEL)
+        update: dict[str, str] = {"run_id": label} if label else {}
+        if self.gates.model_dump().get("cpuset") is None and os.environ.get(HOST_CPUSET):
+            update["cpuset"] = os.environ[HOST_CPUSET]
+        return GateSettings(**self.gates.model_dump()).model_copy(update=update)
 
     def verdict_fingerprint(self) -> str:
         """A short hash of the settings that can change a gate verdict (limits, timeouts, registries...)."""
