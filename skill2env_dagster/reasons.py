@@ -64,6 +64,7 @@ class ReasonCode(StrEnum):
     NO_CHECKABLE_RULE = "no_checkable_rule"
     # --- gates ----------------------------------------------------------------------------------
     STATIC_VALIDATION_FAILED = "static_validation_failed"
+    WORKFLOW_MISMATCH = "workflow_mismatch"  # the task grades rules the workflow it is filed under was not planned on
     BASE_IMAGE_POLICY = "base_image_policy"
     REGISTRY_UNAVAILABLE = "registry_unavailable"
     DOCKER_UNAVAILABLE = "docker_unavailable"
@@ -85,6 +86,7 @@ class ReasonCode(StrEnum):
     # --- gates: verifier robustness (mutants, cheats, tamper kit) -------------------------------
     VERIFIER_INSENSITIVE = "verifier_insensitive"
     SHORTCUT_PASSED = "shortcut_passed"
+    SKILL_BLIND_BASELINE_PASSED = "skill_blind_baseline_passed"  # a tool that never read the skill scored >= 0.5
     TAMPER_VULNERABLE = "tamper_vulnerable"
     # --- probe / export -------------------------------------------------------------------------
     TASK_METADATA_INVALID = "task_metadata_invalid"

@@ -60,6 +60,7 @@ class Family(StrEnum):
     DESTRUCTIVE = "destructive"
     RELEVANCE = "relevance"  # one unit emptied alone: does the verifier grade this output at all?
     INFO = "info"
+    BLIND = "blind"  # a skill-blind baseline's answer (gates/blind.py): judged per metric, its own check
 
 
 @dataclass(frozen=True)

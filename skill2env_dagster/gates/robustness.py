@@ -9,6 +9,9 @@ environment. What the task's stand-in services recorded of the Oracle's work (co
 answer. An unmutated *control* run closes the batch: when it does not reproduce the Oracle's reward, the batch is
 discarded and every mutant runs again in a fresh container started from the Oracle's committed state; when even a
 fresh container's control deviates (outputs on tmpfs, a nondeterministic verifier), the stage is `skipped` and says why.
+
+The skill-blind baseline battery (blind.py) runs in the same batch: its answers are written in the Oracle's format
+from the image's input files, and it is reported as a check of its own (`blind_baselines`).
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import shlex
 import tarfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker.errors
 
+from skill2env_dagster.gates import blind
 from skill2env_dagster.gates.container import MAX_READ, REAP, tar_dir
 from skill2env_dagster.gates.mutants import Family, Mutant, MutantSet, as_good_as, derive, judge, mean
 from skill2env_dagster.gates.outputs import OutputFile, OutputPlan, OutputUnit
@@ -32,6 +36,7 @@ from skill2env_dagster.gates.sandbox import SCRATCH, VERIFIER_ENV, ImageReader, 
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import AttemptKind, CheckResult, CheckVerdict, ShortcutAttempt
 from skill2env_dagster.models.task_dir import CONTAINER_TESTS, CONTAINER_VERIFIER_LOGS
+from skill2env_dagster.reasons import ReasonCode
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +90,29 @@ class Run:
 # --- reading the Oracle's outputs ------------------------------------------------------------------------------
 
 
-def collect_outputs(sb: Sandbox, plan: OutputPlan, settings: GateSettings) -> tuple[list[OutputUnit], list[str]]:
-    """Read every planned output from the container (before the verifier runs), and the image's version of the
-    files the Oracle modified (so that destructive mutants touch only what the Oracle wrote); notes say what
-    was left out."""
+def read_sources(image: ImageReader, workdir: str | None) -> tuple[list[blind.Source], str]:
+    """The task's input files (the image's working directory), for the skill-blind baselines; a note when there
+    is nothing to read."""
+    if not workdir or workdir == "/":
+        return [], "no working directory to read inputs from"
+    archive = image.archive(workdir)
+    if archive is None:
+        return [], f"{workdir} is not in the image"
+    sources = blind.sources_from_tar(archive, ())
+    return sources, "" if sources else f"no text input under {workdir}"
+
+
+def collect_outputs(sb: Sandbox, plan: OutputPlan,
+                    settings: GateSettings) -> tuple[list[OutputUnit], list[str], list[blind.Source]]:
+    """Read every planned output from the container (before the verifier runs), the image's version of the
+    files the Oracle modified (so that destructive mutants touch only what the Oracle wrote) and the image's input
+    files (for the skill-blind baselines); notes say what was left out."""
     notes = list(plan.notes)
     with ImageReader(sb.client, sb.image, settings) as image:
         bases = image.files(sorted(plan.modified), settings.max_output_bytes)
+        sources, why = read_sources(image, sb.policy.workdir)
+        if why:
+            notes.append(f"blind baselines: {why}")
     units: list[OutputUnit] = []
     total = files = 0
     for root in plan.roots:
@@ -111,7 +132,7 @@ def collect_outputs(sb: Sandbox, plan: OutputPlan, settings: GateSettings) -> tu
         files, total = files + len(unit_files), total + sum(len(f.data) for f in unit_files)
         dirs = tuple((p, mode) for p, (data, mode) in entries.items() if data is None)
         units.append(OutputUnit(root, unit_files, root in plan.trees, dirs))
-    return units, notes
+    return units, notes, sources
 
 
 def service_units(collected: dict[str, bytes]) -> list[OutputUnit]:
@@ -238,6 +259,7 @@ class MutationInputs:
     snapshot: str | None  # image id of the Oracle's committed state
     oracle: dict[str, float]
     oracle_seconds: float
+    sources: list[blind.Source] = field(default_factory=list)  # the image's input files (blind baselines)
 
 
 OpenSandbox = Callable[[str], Sandbox]
@@ -308,37 +330,81 @@ def skipped_attempts(ms: MutantSet) -> list[ShortcutAttempt]:
             for s in ms.skipped]
 
 
+@dataclass
+class StageResult:
+    """The mutation stage's two checks: `mutants` (the verifier sees wrong outputs) and `blind_baselines` (tools
+    that never read the skill earn less than 0.5 on every metric), each with its attempts."""
+
+    mutants: CheckResult
+    attempts: list[ShortcutAttempt]
+    note: str
+    baselines: CheckResult
+    baseline_attempts: list[ShortcutAttempt] = field(default_factory=list)
+
+
+def _baseline_attempt(m: Mutant, run: Run) -> ShortcutAttempt:
+    passed, note = blind.judge(run.metrics)
+    status = run.status.value + (f" ({run.reward.reason}: {run.reward.problem})" if run.reward.reason else "")
+    return ShortcutAttempt(kind=AttemptKind.BASELINE, name=m.label, family=m.family.value,
+                           verdict=CheckVerdict.FAIL if passed else CheckVerdict.PASS,
+                           reason=ReasonCode.SKILL_BLIND_BASELINE_PASSED if passed else None, status=status,
+                           metrics=run.metrics, mean=round(mean(run.metrics), 6),
+                           evidence=f"{m.description}; {note}", seconds=round(run.seconds, 4))
+
+
+def _baselines_check(attempts: list[ShortcutAttempt], why_none: str, seconds: float) -> CheckResult:
+    if not attempts:
+        return _skip("blind_baselines", why_none, seconds)
+    failed = [a for a in attempts if a.verdict is CheckVerdict.FAIL]
+    evidence = ("; ".join(f"{a.name}: {a.metrics}" for a in failed) if failed
+                else f"{len(attempts)} skill-blind baselines, each below {blind.THRESHOLD} on every metric")
+    return CheckResult(name="blind_baselines", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
+                       reason=ReasonCode.SKILL_BLIND_BASELINE_PASSED if failed else None, evidence=evidence[:4000],
+                       seconds=round(seconds, 4))
+
+
 def mutation_stage(sb: Sandbox, open_box: OpenSandbox, inputs: MutationInputs,
-                   settings: GateSettings) -> tuple[CheckResult, list[ShortcutAttempt], str]:
-    """(the `mutants` check, one attempt per mutant, the report's mutation_testing note)."""
+                   settings: GateSettings) -> StageResult:
+    """Mutants of the Oracle's outputs and the skill-blind baselines, in one batch."""
     start = time.perf_counter()
     ms = derive(inputs.units, settings.max_output_bytes)
+    bs = blind.baselines(inputs.units, inputs.sources, settings.max_output_bytes) if settings.blind_baselines else []
     notes = "; ".join(inputs.notes)
-    if not ms.mutants:
+    no_blind = ("turned off" if not settings.blind_baselines else
+                "no input a data tool can read or no output it can write" + (f"; {notes}" if notes else ""))
+    if not ms.mutants and not bs:
         why = ("no output file visible to the engine (outputs on tmpfs such as /tmp are not mutation-tested)"
                if not inputs.units else "no mutant applies to the outputs")
         why += f"; {notes}" if notes else ""
-        return _skip("mutants", why, time.perf_counter() - start), skipped_attempts(ms), f"skipped: {why}"
+        return StageResult(_skip("mutants", why, time.perf_counter() - start), skipped_attempts(ms),
+                           f"skipped: {why}", _skip("blind_baselines", why))
     cap = min(sb.config.verifier.timeout_sec, settings.timeout_cap_sec or float("inf"))
     per_run = min(cap, max(30.0, 10 * inputs.oracle_seconds))
-    runs, how = _runs(sb, open_box, inputs, ms.mutants, per_run)
+    every = ms.mutants + bs
+    runs, how = _runs(sb, open_box, inputs, every, per_run)
     if runs is None:
-        return _skip("mutants", how, time.perf_counter() - start), skipped_attempts(ms), f"skipped: {how}"
+        return StageResult(_skip("mutants", how, time.perf_counter() - start), skipped_attempts(ms),
+                           f"skipped: {how}", _skip("blind_baselines", how))
     ungraded = _ungraded(ms.mutants, runs, inputs.oracle)
     attempts = [_attempt(m, runs[f"m{i}"], inputs.oracle, settings.shortcut_threshold, m.unit in ungraded)
                 for i, m in enumerate(ms.mutants)]
     _judge_groups(ms.mutants, attempts)
     attempts += skipped_attempts(ms)
+    base = len(ms.mutants)
+    baseline_attempts = [_baseline_attempt(m, runs[f"m{base + i}"]) for i, m in enumerate(bs)]
     failed = [a for a in attempts if a.verdict is CheckVerdict.FAIL]
     units = ", ".join(u.label for u in inputs.units)
     evidence = (f"{len(ms.mutants)} mutants of {units} ({how}); "
                 + ("; ".join(f"{a.name}: {a.reason} {a.metrics}" for a in failed) if failed
                    else "every destructive mutant lowers the reward, no trivial one passes")
                 + (f"; notes: {notes}" if notes else ""))
-    check = CheckResult(name="mutants", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
-                        reason=failed[0].reason if failed else None, evidence=evidence[:4000],
-                        seconds=round(time.perf_counter() - start, 4))
-    return check, attempts, "on"
+    seconds = time.perf_counter() - start
+    check = (CheckResult(name="mutants", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
+                         reason=failed[0].reason if failed else None, evidence=evidence[:4000],
+                         seconds=round(seconds, 4)) if ms.mutants
+             else _skip("mutants", "no mutant applies to the outputs", seconds))
+    return StageResult(check, attempts, "on", _baselines_check(baseline_attempts, no_blind, 0.0),
+                       baseline_attempts)
 
 
 def _skip(name: str, why: str, seconds: float = 0.0) -> CheckResult:

@@ -1,7 +1,8 @@
 """Gate a task: static checks, build, then the runtime stages, each in hardened sandboxes (sandbox.py).
 
 Runtime stages, in order: the Oracle (must score 1 on every metric), the no-op (must score 0), solution/wrong.sh
-(below 1 somewhere), mutation testing of the verifier on the Oracle's final state (robustness.py), the
+(below 1 somewhere), mutation testing of the verifier on the Oracle's final state with the skill-blind baseline
+battery in its batch (robustness.py, blind.py: below 0.5 on every metric), the
 creator-authored cheats (each at most the shortcut threshold) and the tamper kit (tamper_kit.py). Runs that start
 from the image (no-op, wrong.sh, cheats, forge attacks) share one container reset to the image between them;
 wrong.sh and the cheats run there in one exec when the batch can be trusted (script_batch.py). A wrong.sh or cheat
@@ -189,16 +190,18 @@ class _Gate:
                 remove_image(self.client, snap)
 
     def _stages(self) -> None:
-        mutants = self._oracle()
+        mutants, baselines = self._oracle()
         oracle_ok = all(c.verdict is CheckVerdict.PASS for c in self.checks if c.name == "oracle")
         self._pristine(oracle_ok)
         self.checks.append(mutants or _skipped("mutants", "the Oracle did not pass"))
+        self.checks.append(baselines or _skipped("blind_baselines", "the Oracle did not pass"))
         self.checks.append(self.cheats_check)
         self.checks.append(self.kit_check)
 
-    def _oracle(self) -> CheckResult | None:
-        """The Oracle, then (in the same container) mutation testing; returns the `mutants` check."""
-        mutation = None
+    def _oracle(self) -> tuple[CheckResult | None, CheckResult | None]:
+        """The Oracle, then (in the same container) mutation testing and the skill-blind baselines; returns the
+        `mutants` and `blind_baselines` checks."""
+        mutation = baselines = None
         with self.open_box(self.image) as sb:
             self.checks.append(_image_clean(sb.preexisting))
             res = sb.run_solution(self.task.solution_dir, "solve.sh", self.timeouts[0])
@@ -215,16 +218,18 @@ class _Gate:
             self.checks.append(check)
             if not self.settings.mutation_testing:
                 self.report.mutation_testing = "off"
-                return _skipped("mutants", "mutation testing turned off")
+                return (_skipped("mutants", "mutation testing turned off"),
+                        _skipped("blind_baselines", "mutation testing turned off (the battery runs in its batch)"))
             if check.ok and inputs is not None:
                 _raise_if_cancelled()
                 inputs.units += service_units(sb.collected)
                 inputs.oracle, inputs.oracle_seconds = oracle.metrics, oracle.seconds
-                mutation, self.report.mutants, self.report.mutation_testing = mutation_stage(
-                    sb, self.open_box, inputs, self.settings)
+                stage = mutation_stage(sb, self.open_box, inputs, self.settings)
+                mutation, self.report.mutants, self.report.mutation_testing = stage.mutants, stage.attempts, stage.note
+                baselines, self.report.baselines = stage.baselines, stage.baseline_attempts
             else:
                 self.report.mutation_testing = "skipped: the Oracle did not pass"
-        return mutation
+        return mutation, baselines
 
     def _capture(self, sb: Sandbox) -> MutationInputs | None:
         """After the Oracle's solve: commit its state and read its outputs, before its verifier runs."""
@@ -234,8 +239,8 @@ class _Gate:
         snapshot = sb.commit()
         self.snapshots.append(snapshot)
         plan = plan_outputs(list(settled.changes), sb.policy, self.settings.max_output_files)
-        units, notes = collect_outputs(sb, plan, self.settings)
-        return MutationInputs(units, notes, snapshot, {}, 0.0)
+        units, notes, sources = collect_outputs(sb, plan, self.settings)
+        return MutationInputs(units, notes, snapshot, {}, 0.0, sources)
 
     def _pristine(self, oracle_ok: bool) -> None:
         """Every run that starts from the image, in one container reset to the image between runs (a fresh

@@ -40,6 +40,9 @@ class GateSettings(BaseModel):
     mutation_testing: bool = Field(
         default=True, description="Run the verifier on mutants of the Oracle's outputs (off: the report says so)."
     )
+    blind_baselines: bool = Field(
+        default=True, description="Run the skill-blind baseline battery in the mutation stage (gates/blind.py)."
+    )
     run_cheats: bool = Field(default=True, description="Run every solution/cheats/*.sh; each must score low.")
     tamper_kit: bool = Field(default=True, description="Probe the trial with the built-in tamper attacks.")
     shortcut_threshold: float = Field(

@@ -203,6 +203,25 @@ def check_source_reference(task: TaskDir, config: TaskToml | None) -> Problems:
     return problems
 
 
+def _cites(source: str, wanted: str) -> bool:
+    """A blueprint source (file:line) cites a workflow source: the same line, or (a workflow that names only a
+    file) a line of that file."""
+    return source == wanted or (":" not in wanted and source.rsplit(":", 1)[0] == wanted)
+
+
+def check_workflow_exercised(task: TaskDir, config: TaskToml | None) -> Problems:
+    """The workflow a task is filed under is the one it exercises: a rule it grades comes from the skill lines (or
+    files) the workflow was planned on. A task that names one workflow and grades another's rules misleads every
+    reader of the corpus (the task promises "the Sub-Skill Routing procedure" and ships a lookup table)."""
+    meta = config.metadata if config else {}
+    wanted = [str(w) for w in meta.get("workflow_sources") or []]
+    graded = [str(g) for g in meta.get("blueprint_sources") or []]
+    if not any(_cites(g, w) for g in graded for w in wanted):
+        return [f"workflow {meta.get('workflow')!r} is planned on {', '.join(wanted)}, but the task grades rules "
+                f"from {', '.join(graded) or 'nowhere'}"]
+    return []
+
+
 def _run(name: str, reason: ReasonCode, fn: Callable[[], Problems]) -> CheckResult:
     start = time.perf_counter()
     try:
@@ -256,6 +275,9 @@ def run_static_checks(
         plan.append(("freeze_hash", ReasonCode.GRADING_MODIFIED, lambda: check_freeze(task, config)))
     if config and (config.metadata.get("source_skill") or config.metadata.get("source_bundle_digest")):
         plan.append(("no_source_reference", ReasonCode.CONTAMINATED, lambda: check_source_reference(task, config)))
+    if config and config.metadata.get("workflow_sources"):
+        plan.append(("workflow_exercised", ReasonCode.WORKFLOW_MISMATCH,
+                     lambda: check_workflow_exercised(task, config)))
     results = [_run(name, reason, fn) for name, reason, fn in plan]
     warning = pins_warning(task, config)
     for i, r in enumerate(results):

@@ -18,7 +18,7 @@ from skill2env_dagster.models.knowledge import SourceRef
 SCHEMA_VERSION = 1
 
 PredicateKind = Literal["limit", "forbid_token", "require_token", "replace_token", "format", "order", "coverage",
-                        "lookup", "sections", "default", "service"]
+                        "lookup", "sections", "default", "service", "deadline", "measure"]
 
 
 class _Model(BaseModel):
@@ -117,6 +117,7 @@ class TaskBlueprint(_Model):
             "blueprint_patterns": [c.pattern for c in self.challenges],
             "blueprint_effects": [c.effect for c in self.challenges],
             "blueprint_rules": [f"{p.id} {p.kind}: {p.statement[:120]} ({p.source.label})" for p in self.predicates],
+            "blueprint_sources": [p.source.label for p in self.predicates],
             "blueprint_metrics": [c.metric for c in self.acceptance],
             "blueprint_deliverables": list(self.deliverables),
             "blueprint_rule_tokens": [f"{p.id}: {p.params[k]}" for p in self.predicates

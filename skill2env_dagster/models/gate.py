@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skill2env_dagster.reasons import ReasonCode
 
-SCHEMA_VERSION = 2  # 2: mutants, cheats, tamper, mutation_testing; the `skipped` check verdict
+SCHEMA_VERSION = 3  # 2: mutants, cheats, tamper, mutation_testing; the `skipped` check verdict; 3: baselines
 
 
 class CheckVerdict(StrEnum):
@@ -45,6 +45,7 @@ class AttemptKind(StrEnum):
     MUTANT = "mutant"
     CHEAT = "cheat"
     TAMPER = "tamper"
+    BASELINE = "baseline"  # a skill-blind baseline (gates/blind.py)
 
 
 class ShortcutAttempt(BaseModel):
@@ -81,6 +82,8 @@ class GateReport(BaseModel):
     mutants: list[ShortcutAttempt] = Field(default_factory=list, description="Mutation testing of the verifier.")
     cheats: list[ShortcutAttempt] = Field(default_factory=list, description="solution/cheats/*.sh runs.")
     tamper: list[ShortcutAttempt] = Field(default_factory=list, description="Tamper-kit attacks.")
+    baselines: list[ShortcutAttempt] = Field(default_factory=list, description="Skill-blind baseline battery: "
+                                             "generic tools' answers; any metric >= 0.5 rejects the task.")
     mutation_testing: str = Field(default="on", description="'on', or why it did not run (e.g. turned off).")
     image: str | None = Field(default=None, description="Image id the runtime gates used.")
     seconds: float = Field(default=0.0, ge=0)
@@ -88,4 +91,5 @@ class GateReport(BaseModel):
     def summary(self) -> dict:
         """The CLI's JSON contract: task, verdict, reason, checks, the reward of every run, mutation status."""
         return self.model_dump(mode="json", include={"task", "verdict", "reason", "checks", "oracle", "nop", "wrong",
-                                                     "mutants", "cheats", "tamper", "mutation_testing"})
+                                                     "mutants", "cheats", "tamper", "baselines",
+                                                     "mutation_testing"})

@@ -23,7 +23,7 @@ from skill2env_dagster.models.axes import AxisSample, AxisSampleSet
 from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport, GateVerdict, ShortcutAttempt
 from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.labels import to_label
-from skill2env_dagster.models.plan import WorkflowPlanSet
+from skill2env_dagster.models.plan import Workflow, WorkflowPlanSet
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.models.task import Axes, CreationGate, TaskBundle, TaskBundleSet, TaskStatus
 from skill2env_dagster.models.task_dir import TaskDir
@@ -76,6 +76,18 @@ def _pins(base_images: dict[str, str]) -> dict[str, str]:
     return {ref.split("@")[0]: ref.split("@")[1] for ref in base_images.values()}
 
 
+def workflow_sources(workflow: Workflow, line_level: bool) -> list[str]:
+    """What a workflow was planned on, for the static stage's check that the task grades a rule from it: the skill
+    line of its focus when the generator builds on that line (offline), else the skill files the plan cites (a
+    model writes its own blueprint from the workflow and may cite any line of them)."""
+    if line_level and workflow.focus is not None:
+        return [workflow.focus.source]
+    files = {s.path for a in workflow.assets for s in a.sources if s.kind == "skill_file" and s.path}
+    if workflow.focus is not None:
+        files.add(workflow.focus.source.rsplit(":", 1)[0])
+    return sorted(files)
+
+
 def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: Provenance) -> TaskToml:
     """task.toml before the freeze: identity, provenance, the six axes as realised, the blueprint's summary,
     timeouts, offline network."""
@@ -91,6 +103,7 @@ def task_config(ctx: CreationContext, env: EnvironmentDraft, gen: Provenance) ->
         **({"added_patterns": s.added_patterns} if s.added_patterns else {}),  # by hardening rounds
         "recipe": env.recipe, "generator": gen.kind, "model": gen.model or "none",
         "prompt_version": gen.prompt_version, "base_image_pins": _pins({env.image: ctx.base_images[env.image]}),
+        "workflow_sources": workflow_sources(ctx.workflow, gen.kind == "offline"),
         **(blueprint.summary() if blueprint else {}), **gen.metadata(ctx),
     }
     return TaskToml(

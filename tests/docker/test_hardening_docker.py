@@ -25,7 +25,7 @@ from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.export import ExportManifest
 from skill2env_dagster.models.task import TaskGateReports
 from skill2env_dagster.models.task_toml import TaskToml
-from skill2env_dagster.resources.docker import DockerResource
+from skill2env_dagster.resources.docker import DockerResource, GateConfig
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.rollouts import RolloutsResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
@@ -51,7 +51,9 @@ def test_a_hardening_round_makes_the_task_harder(docker_client, examples_dir, tm
     key = skill.skill_id
     plans, axes = plans_and_axes(skill, ["run_audit"])
     created, reports = create_tasks_for_skill(store, skill, plans, axes, OfflineGenerator(),
-                                        lambda p: gate_task(p, GateSettings(run_id=RUN_ID)), load_base_images(),
+                                        # battery off: run_audit predates it (issue 25 replaces the shape)
+                                        lambda p: gate_task(p, GateSettings(run_id=RUN_ID, blind_baselines=False)),
+                                        load_base_images(),
                                         CreationSettings(max_variants=1))
     gates = TaskGateReports(skill_id=key, reports=reports)
     for artifact, model in ((SNAPSHOT, skill), (PLANS, plans), (AXES, axes), (TASKS, created), (GATES, gates)):
@@ -63,7 +65,8 @@ def test_a_hardening_round_makes_the_task_harder(docker_client, examples_dir, tm
     instance.add_dynamic_partitions(SKILLS_PARTITION, [key])
     agent = replay(script)
     with FakeOpenAI(lambda body: agent(body) if body.get("tools") else outcome_judge_reply(body)) as srv:
-        resources = {"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")), "docker": DockerResource(),
+        resources = {"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
+                     "docker": DockerResource(gates=GateConfig(blind_baselines=False)),  # run_audit predates it
                      "llm": LLMResource(base_url=srv.base_url, model="replay", cache_dir="", max_retries=1),
                      "rollouts": RolloutsResource(settings_file=str(tmp_path / "rollouts.yaml"))}
         assets = [rollout_assets.solver_rollouts, rollout_assets.task_hardening]

@@ -19,7 +19,9 @@ from tests.unit.task_helpers import plans_and_axes, skill_from_dir
 
 pytestmark = pytest.mark.docker
 # Every stage, mutation testing included: the shapes' verifiers are precision-aware (issue 10, generator side).
-SETTINGS = GateSettings(mutation_testing=True)
+# The skill-blind battery is off here: these shapes predate it and issue 25 replaces them (several are table
+# lookups and run logs the battery rejects by design, see tests/docker/test_gates_blind.py).
+SETTINGS = GateSettings(mutation_testing=True, blind_baselines=False)
 
 
 def _gate(path):

@@ -181,3 +181,50 @@ def mutant_trials(design: Design, root: Path, seed: int = 0) -> dict[str, dict[s
         if changed:
             out[name] = metrics
     return out
+
+
+# --- the skill-blind baseline battery (what the gates' mutation stage runs beside the mutants) --------------------
+def baseline_trials(design: Design, root: Path) -> dict[str, dict[str, float]]:
+    """Each skill-blind baseline's answer (gates/blind.py), written in the Oracle's format from the world's /app
+    inputs, then verified; {baseline name: metrics}."""
+    from skill2env_dagster.gates.blind import Source, baselines
+    from skill2env_dagster.gates.outputs import OutputFile, OutputUnit
+
+    world = build_world(design, root)
+    sources = [Source("/app/" + p.relative_to(world / "app").as_posix(), p.read_text())
+               for p in sorted((world / "app").rglob("*")) if p.is_file() and _is_text(p)]
+    box = _fresh(world, root)
+    _bash(design.solve, box, box / "app")
+    units = []
+    for target in design.deliverables:
+        path = Path(rewrite(target, box))
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        out = []
+        for f in files:
+            container = "/" + f.relative_to(box).as_posix()
+            original = world / f.relative_to(box)
+            base = original.read_bytes() if original.is_file() else None
+            out.append(OutputFile(container, f.read_bytes(), 0o644, base if base != f.read_bytes() else None))
+        if out:
+            units.append(OutputUnit(target, tuple(out), not path.is_file()))
+    solved = root / "solved-blind"
+    shutil.rmtree(solved, ignore_errors=True)
+    shutil.copytree(box, solved, symlinks=True)
+    results: dict[str, dict[str, float]] = {}
+    for m in baselines(units, sources):
+        trial_box = root / "trial"
+        shutil.rmtree(trial_box, ignore_errors=True)
+        shutil.copytree(solved, trial_box, symlinks=True)
+        for path, data in m.writes:
+            _write(Path(rewrite(path, trial_box)), data)
+        results[m.name] = verify(design, trial_box)
+    return results
+
+
+def _is_text(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+        data.decode("utf-8")
+        return b"\0" not in data
+    except (OSError, UnicodeDecodeError):
+        return False

@@ -115,10 +115,20 @@ DEFECTS: dict[str, tuple[str, ReasonCode, Callable[[Path], None]]] = {
     "grading_modified": ("freeze_hash", ReasonCode.GRADING_MODIFIED,
                          lambda t: (_set_metadata(freeze_hash=compute_freeze_hash(t))(t),
                                     _append("tests/test.sh", "# edited after freezing\n")(t))),
+    "workflow_not_exercised": ("workflow_exercised", ReasonCode.WORKFLOW_MISMATCH, _set_metadata(
+        workflow="sub-skill-routing", workflow_sources=["SKILL.md:40"], blueprint_sources=["SKILL.md:112"])),
     "source_reference": ("no_source_reference", ReasonCode.CONTAMINATED,
                          lambda t: (_set_metadata(source_skill="skills/acme/inventory-counter")(t),
                                     _append("instruction.md", "See skills/acme/inventory-counter.\n")(t))),
 }
+
+
+@pytest.mark.parametrize(("planned", "graded"), [(["SKILL.md:40"], ["SKILL.md:12", "SKILL.md:40"]),
+                                                 (["SKILL.md"], ["SKILL.md:12"])])
+def test_a_task_grading_its_workflows_rule_passes(good, planned, graded):
+    """The workflow's line among the graded rules' lines, or (a model's plan names files) a line of its file."""
+    _set_metadata(workflow="w", workflow_sources=planned, blueprint_sources=graded)(good)
+    assert _verdicts(good)["workflow_exercised"] is CheckVerdict.PASS
 
 
 def _touch_text(p: Path, text: str) -> None:
