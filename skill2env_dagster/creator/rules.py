@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skill2env_dagster.creator.settings import CreatorLimits
-from skill2env_dagster.gates import mutants, static_checks
+from skill2env_dagster.gates import blind, mutants, static_checks
 from skill2env_dagster.gates.dockerfile import FORBIDDEN_SOURCES
 from skill2env_dagster.gates.reward import MAX_METRICS, MAX_REWARD_BYTES, TOLERANCE
 from skill2env_dagster.gates.rubric import MAX_BULLETS
@@ -81,6 +81,10 @@ def _static(s: GateSettings) -> list[Rule]:
              f"Size: one file at most {_mib(builder.MAX_FILE_BYTES)}, the whole task at most "
              f"{_mib(builder.MAX_TASK_BYTES)} (the gate's own limit is {_mib(static_checks.MAX_TASK_BYTES)}, "
              f"environment/ at most {_mib(static_checks.MAX_ENV_BYTES)})."),
+        Rule((C.WORKFLOW_MISMATCH,), "static",
+             "The task exercises the workflow it is filed under: at least one rule of the blueprint must cite a "
+             "line of a skill file the workflow was planned on (task.toml's workflow_sources, written from the "
+             "plan)."),
         Rule((C.GRADING_MODIFIED,), "static",
              "After the freeze, environment/, instruction.md and tests/ never change (their hash is recorded in "
              "task.toml and checked again); the harness refuses such edits."),
@@ -140,6 +144,18 @@ def _robustness(s: GateSettings, limits: CreatorLimits) -> list[Rule]:
                  "the verifier does not grade at all (emptying it alone changes nothing) is exempt. "
                  "`reorder` and `duplicate` are information only."),
         ]
+    if s.mutation_testing and s.blind_baselines:
+        out.append(Rule((C.SKILL_BLIND_BASELINE_PASSED,), "robustness",
+                        "Skill-blind baselines: tools that never read the skill answer in the Oracle's output "
+                        "format (its files, record layout and field names) from the image's files under the "
+                        "working directory: every item the inputs offer under every label, the items with the most "
+                        "lines or words, items with an alarm word (error, missing, late, todo...), `grep -l` and "
+                        "`grep -L` of the inputs' own frequent words, every first-column value of the input "
+                        "tables, a generic table parser that copies cells by column name and joins rows across "
+                        "tables, line/file/row counts for numeric answers, and an input file of the same kind "
+                        f"copied as the answer. Each must score below {blind.THRESHOLD:g} on every metric (one "
+                        f"metric at {blind.THRESHOLD:g} or more rejects): a task whose answer a generic tool finds "
+                        "is not about the skill, so the skill's rules and conditions must decide it."))
     if s.run_cheats:
         out.append(Rule((C.SHORTCUT_PASSED, C.TAMPER_DETECTED), "robustness",
                         f"Each solution/cheats/<name>.sh runs from the untouched environment like a solution and "

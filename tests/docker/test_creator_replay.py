@@ -18,6 +18,7 @@ from skill2env_dagster.gates.runner import gate_task
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.axes import AxisSample
 from skill2env_dagster.models.plan import Workflow
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.skillhub.crawl import crawl_paths
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.generator import make_context
@@ -27,6 +28,10 @@ from tests.support.creator_replay import ReplayChat
 
 pytestmark = [pytest.mark.docker, pytest.mark.corpus]
 TRANSCRIPTS = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "creator_transcripts").glob("*.json"))
+# Recorded before the skill-blind baseline battery (gates/blind.py) joined the gate, which now rejects them: most
+# register rows are outstanding, so a generic listing of rows earns items_listed >= 0.5 and a table parser copying
+# columns by name earns item_fields. Everything up to the gate's verdict replays as recorded.
+BLIND_REJECTS = {"reconciliation--table-aging-analysis-for-outstanding-ite-v1"}
 
 
 @pytest.mark.timeout(900)
@@ -43,6 +48,9 @@ def test_a_recorded_transcript_is_retained_again(path, corpus_dir, docker_client
                          CreatorLimits(max_candidates=len(t["candidates"])))
     bundle, report = create_task(ArtifactStore(tmp_path / "store"), ctx, agent, lambda p: gate_task(p, settings),
                                  CreationSettings())
-    assert [r.status for r in bundle.creator] == t["recorded"]["statuses"], (bundle.reasons, bundle.evidence)
     assert [r.turns for r in bundle.creator] == t["recorded"]["turns"]
+    if path.stem in BLIND_REJECTS:
+        assert bundle.reasons == [ReasonCode.SKILL_BLIND_BASELINE_PASSED], (bundle.reasons, bundle.evidence)
+        return
+    assert [r.status for r in bundle.creator] == t["recorded"]["statuses"], (bundle.reasons, bundle.evidence)
     assert bundle.status == "retained" and report is not None and compute_freeze_hash(bundle.path) == bundle.freeze_hash
