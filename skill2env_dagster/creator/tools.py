@@ -9,12 +9,12 @@ declared fields is not executed: the model is told what was wrong.
 
 from __future__ import annotations
 
-import json
 from typing import Any, get_args
 
 from skill2env_dagster.llm.tools import RequestedCall
 from skill2env_dagster.models.blueprint import PredicateKind
 from skill2env_dagster.models.gate import AttemptKind, CheckVerdict, GateReport, ShortcutAttempt
+from skill2env_dagster.rollouts.tools import call_arguments
 
 METRIC = r"^[a-z][a-z0-9_]{0,47}$"
 EVIDENCE_CHARS = 700
@@ -93,12 +93,9 @@ def tool_specs(patterns: list[str]) -> list[dict[str, Any]]:
 
 def parse_arguments(call: RequestedCall, spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """The call's arguments as a dict, or why not (not JSON, not an object, a missing or unknown field)."""
-    try:
-        args = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as e:
-        return {}, f"arguments are not valid JSON ({e.msg} at column {e.colno})"
-    if not isinstance(args, dict):
-        return {}, f"arguments must be a JSON object, got {type(args).__name__}"
+    args, problem = call_arguments(call)
+    if problem:
+        return args, problem
     params = spec["function"]["parameters"]
     missing = [k for k in params["required"] if k not in args]
     unknown = [k for k in args if k not in params["properties"]]

@@ -63,13 +63,21 @@ class ToolOutcome:
     malformed: str = ""  # why the call was not executed; empty when it was
 
 
-def _arguments(call: RequestedCall, required: tuple[str, ...]) -> tuple[dict[str, Any], str]:
+def call_arguments(call: RequestedCall) -> tuple[dict[str, Any], str]:
+    """A tool call's arguments as a JSON object, or why they are not one (shown to the model)."""
     try:
         args = json.loads(call.arguments or "{}")
     except json.JSONDecodeError as e:
         return {}, f"arguments are not valid JSON ({e.msg} at column {e.colno})"
     if not isinstance(args, dict):
         return {}, f"arguments must be a JSON object, got {type(args).__name__}"
+    return args, ""
+
+
+def _arguments(call: RequestedCall, required: tuple[str, ...]) -> tuple[dict[str, Any], str]:
+    args, problem = call_arguments(call)
+    if problem:
+        return args, problem
     missing = [k for k in required if not isinstance(args.get(k), str)]
     return args, f"missing string argument(s) {missing}" if missing else ""
 

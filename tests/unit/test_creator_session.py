@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from skill2env_dagster.catalogue import load_patterns
 from skill2env_dagster.creator import CreatorAgent, CreatorLimits
 from skill2env_dagster.creator.agent import candidate_patterns
 from skill2env_dagster.gates.settings import GateSettings
@@ -235,3 +236,17 @@ def test_reading_the_skill_keeping_workbench_output_and_deleting_a_file(ctx, tmp
     assert results[5].startswith("refused: /etc/shadow: no such file")
     assert results[6] == "deleted environment/tmp.txt" and results[7].startswith("refused: environment/tmp.txt is not")
     assert b.creator[0].stop == "incomplete"  # never frozen: nothing was published as retained
+
+
+def test_a_hardening_round_asks_for_its_added_patterns(ctx, tmp_path):
+    """task_hardening rebuilds through the creator: the patterns a round adds are offered and required."""
+    base = candidate_patterns(ctx)
+    added = next(p.id for p in load_patterns().patterns if p.dimension != ctx.sample.capability_dimension)
+    hard = make_context(ctx.skill, ctx.workflow, ctx.sample.model_copy(update={"added_patterns": [added]}), PINS,
+                        ctx.task_name + "-h1")
+    offered = [p.id for p in candidate_patterns(hard)]
+    assert offered[:2] == [base[0].id, added] and len(offered) == len(base) + 1
+    chat = ScriptedChat(["Thinking."])
+    author(hard, tmp_path, chat, limits=CreatorLimits(max_candidates=1, nudges=0))
+    brief = chat.seen[0][1]["content"]
+    assert "This is a hardening round" in brief and f"{added}, so that each plants cases" in brief
