@@ -3,8 +3,9 @@ of two example skills against the loopback OpenAI-compatible fake in each server
 the funnel's reasons, the tokens reported against the tokens served, and that the key appears in no output file,
 log or message.
 
-- constrained: random schema-valid replies (a constrained decoder) -> both skills planned, every candidate
-  rejected by a gate with a reason, no failed partition, nothing exported (exit 0: rejections are results);
+- constrained: random schema-valid replies (a constrained decoder; the creator agent gets random calls of its
+  tools) -> both skills planned, every candidate rejected with a reason, no failed partition, nothing exported
+  (exit 0: rejections are results);
 - refusal: json_schema refused, canned replies -> one refused request for the whole run, then JSON mode; tasks
   retained (exit 0);
 - fault mix: 429/500/truncated/cut/reset/malformed/off-schema on 30 % of requests -> retried and repaired (exit 0);
@@ -39,6 +40,7 @@ from tests.support.fake_openai import (
     truncated,
 )
 from tests.support.random_replies import RandomReplies
+from tests.support.scripted_creator import creator_reply
 from tests.unit.task_llm_support import StepResponder, schema_name
 from tests.unit.test_planning_llm import canned_plan
 
@@ -49,10 +51,11 @@ SKILLS = ["examples__log-triage-awk", "examples__csv-dedupe"]
 FAILING_FAULTS = {"rate_limit", "server_error", "truncated", "short_body", "reset"}  # no completion delivered
 
 
-def canned_model() -> Callable[[dict[str, Any]], str]:
-    """A model answering the planner with a canned plan and every task step with a small task that passes."""
+def canned_model() -> Callable[[dict[str, Any]], str | dict[str, Any]]:
+    """A model answering the planner with a canned plan and the creator agent with a scripted task that passes."""
     steps = StepResponder()
-    return lambda body: canned_plan(body) if schema_name(body) == "PlanReply" else steps(body)
+    return lambda body: creator_reply(body) if body.get("tools") else (
+        canned_plan(body) if schema_name(body) == "PlanReply" else steps(body))
 
 
 def hub(root: Path) -> Path:
@@ -65,7 +68,7 @@ def hub(root: Path) -> Path:
 
 def run_hub(srv: FakeOpenAI, out: Path, model: str = "e2e-model") -> tuple[int, dict[str, Any], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("S2E_") and k != "DAGSTER_HOME"}
-    env.update(S2E_LLM_BASE_URL=srv.base_url, S2E_LLM_MODEL=model, S2E_LLM_API_KEY=KEY,
+    env.update(S2E_LLM_BASE_URL=srv.base_url, S2E_LLM_MODEL=model, S2E_LLM_API_KEY=KEY, S2E_CREATOR_MAX_TURNS="12",
                S2E_LLM_CACHE_DIR=str(out / "llm-cache"), S2E_LLM_BACKOFF_BASE="0.05", S2E_LLM_BACKOFF_CAP="1")
     done = subprocess.run([str(REPO / ".venv" / "bin" / "skill2env"), "run", str(hub(out.parent)), "--out", str(out),
                            "--skip-docker-up", "--max-variants", "1", "--json"], env=env, cwd=REPO,
@@ -115,7 +118,7 @@ def test_schema_refusal_falls_back_once_and_tasks_are_retained(docker_client, tm
     with FakeOpenAI(canned_model(), api_key=KEY, json_schema_supported=False) as srv:
         code, funnel, output = run_hub(srv, tmp_path / "out")
         assert_tokens_served(funnel, srv)
-        formats = [r.body["response_format"]["type"] for r in srv.requests]
+        formats = [r.body["response_format"]["type"] for r in srv.requests if "response_format" in r.body]
     assert formats.count("json_schema") == 1 and funnel["llm_usage"]["failed_calls"] == 1  # learned once per run
     assert code == 0 and funnel["retained"] >= 2 and funnel["failed_by_stage"] == {}
     assert list((tmp_path / "out" / "llm-cache" / "endpoints").glob("*.json"))  # remembered for the next run

@@ -24,6 +24,7 @@ from tests.ops.conftest import REPO
 from tests.ops.dagster_dev import DagsterDev, make_home
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.hub import make_hub, write_sources
+from tests.support.scripted_creator import creator_reply
 from tests.unit.task_llm_support import StepResponder, schema_name
 from tests.unit.test_planning_llm import canned_plan
 
@@ -56,8 +57,10 @@ def _crawl_count(home: Path) -> int:
         return len(instance.fetch_materializations(dg.AssetKey("skillhub_crawl"), limit=100).records)
 
 
-def _model(body: dict) -> str:
-    """A model that answers the planner with a canned plan and every task step with a small canned task."""
+def _model(body: dict) -> str | dict:
+    """A model that answers the planner with a canned plan and the creator agent with a scripted task."""
+    if body.get("tools"):
+        return creator_reply(body)
     return canned_plan(body) if schema_name(body) == "PlanReply" else _STEPS(body)
 
 

@@ -5,6 +5,7 @@ hypothesis-jsonschema. Valid for the schema, meaningless as content: what the pi
 from __future__ import annotations
 
 import json
+import random
 import threading
 import warnings
 from typing import Any
@@ -32,22 +33,43 @@ def request_schema(body: dict[str, Any]) -> dict[str, Any]:
     raise ValueError("request names no JSON schema")
 
 
+# Tools a constrained decoder may call but a test should not: a random shell command can legitimately run until its
+# timeout (`yes`), and keep_file only copies what such a command made.
+SLOW_TOOLS = ("run", "keep_file")
+
+
+def _draw(schema: dict[str, Any]) -> Any:
+    key = json.dumps(schema, sort_keys=True)
+    with _LOCK:
+        if key not in _STRATEGIES:
+            _STRATEGIES[key] = from_schema(schema)
+        strategy = _STRATEGIES[key]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NonInteractiveExampleWarning)
+            return strategy.example()
+
+
 class RandomReplies:
-    """`FakeOpenAI(RandomReplies())`: random schema-valid replies; `drawn` counts them by schema title."""
+    """`FakeOpenAI(RandomReplies())`: random schema-valid replies; `drawn` counts them by schema title. A request
+    with tools (an agent) gets one call of a random tool (but SLOW_TOOLS) with random schema-valid arguments."""
 
-    def __init__(self) -> None:
+    def __init__(self, seed: int = 0) -> None:
         self.drawn: dict[str, int] = {}
+        self.rng = random.Random(seed)
 
-    def __call__(self, body: dict[str, Any]) -> str:
+    def __call__(self, body: dict[str, Any]) -> str | dict[str, Any]:
+        if body.get("tools"):
+            tools = [t["function"] for t in body["tools"] if t["function"]["name"] not in SLOW_TOOLS]
+            with _LOCK:
+                tool = self.rng.choice(tools)
+            args = _draw(tool["parameters"])
+            self.drawn[tool["name"]] = self.drawn.get(tool["name"], 0) + 1
+            return {"content": "", "tool_calls": [{"id": f"call_{sum(self.drawn.values())}", "type": "function",
+                                                   "function": {"name": tool["name"],
+                                                                "arguments": json.dumps(args)}}]}
         schema = request_schema(body)
-        key = json.dumps(schema, sort_keys=True)
+        instance = _draw(schema)
+        title = str(schema.get("title", "?"))
         with _LOCK:
-            if key not in _STRATEGIES:
-                _STRATEGIES[key] = from_schema(schema)
-            strategy = _STRATEGIES[key]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", NonInteractiveExampleWarning)
-                instance = strategy.example()
-            title = str(schema.get("title", "?"))
             self.drawn[title] = self.drawn.get(title, 0) + 1
         return json.dumps(instance)

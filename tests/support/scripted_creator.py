@@ -106,8 +106,16 @@ def _minimal_ref(body: dict[str, Any]) -> str:
     return line.split("FROM ", 1)[1].split()[0]
 
 
+def _source(body: dict[str, Any]) -> str:
+    """log-triage-awk's rule (SKILL.md:22-23); for another skill (the end-to-end runs use this script on every
+    skill of a small hub) its first line, which is all a scripted model can honestly cite."""
+    brief = body["messages"][1]["content"]
+    return "SKILL.md:22-23" if "Top failing endpoints" in brief else "SKILL.md:1"
+
+
 def script(body: dict[str, Any], weak: bool) -> list[list[tuple[str, dict[str, Any]]]]:
-    blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": _pattern(body)}]}
+    blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": _pattern(body)}],
+                 "rules": [{**BLUEPRINT["rules"][0], "source": _source(body)}]}
     test_sh = WEAK_TEST_SH if weak else TEST_SH
     return [
         [("set_blueprint", blueprint),
@@ -129,8 +137,9 @@ def script(body: dict[str, Any], weak: bool) -> list[list[tuple[str, dict[str, A
 
 
 def creator_reply(body: dict[str, Any], weak_first: bool = False) -> dict[str, Any]:
-    """The next turn for a request of the creator agent (see module docstring)."""
-    turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+    """The next turn for a request of the creator agent (see module docstring). Only turns that sent tool calls
+    count, so a turn lost to a fault (a malformed or off-schema reply) is sent again."""
+    turn = sum(1 for m in body["messages"] if m["role"] == "assistant" and m.get("tool_calls"))
     retry = "A previous candidate" in body["messages"][1]["content"]
     turns = script(body, weak=weak_first and not retry)
     if turn >= len(turns):
