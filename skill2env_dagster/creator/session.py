@@ -52,7 +52,7 @@ from skill2env_dagster.rollouts.sandbox import CommandResult
 from skill2env_dagster.rollouts.tools import ToolOutcome, render_output
 from skill2env_dagster.rollouts.trajectory import TrajectoryRecorder, now_iso
 from skill2env_dagster.tasks.generator import CreationContext
-from skill2env_dagster.tasks.pipeline import repairable
+from skill2env_dagster.tasks.pipeline import repairable, workflow_sources
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,7 @@ class Session:
                        required=list(s.added_patterns), images=self.ctx.base_images, flavours=FLAVOURS,
                        previous=self.previous, provenance=provenance_marks(self.ctx.skill.skill_id,
                                                                            self.ctx.skill.bundle_digest),
+                       planned_on=workflow_sources(self.ctx.workflow, line_level=False),
                        max_turns=lim.max_turns, max_tokens=f"{lim.max_total_tokens:,}",
                        max_minutes=f"{lim.max_wall_sec / 60:g}", listing=self.view.listing(lim.view_chars)).strip()
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": brief}]

@@ -120,7 +120,7 @@ def _attempts(attempts: list[ShortcutAttempt], kind: AttemptKind) -> list[str]:
 
 def describe_report(report: GateReport) -> str:
     """The gate's evidence as the creator sees it: verdict, every check, the per-metric rewards of the Oracle,
-    the no-op and wrong.sh, and every mutant, cheat and tamper attack with its scores."""
+    the no-op and wrong.sh, and every mutant, skill-blind baseline, cheat and tamper attack with its scores."""
     head = f"gate verdict: {report.verdict.value}" + (f" ({report.reason.value})" if report.reason else "")
     passed = [c.name for c in report.checks if c.verdict is CheckVerdict.PASS]
     lines = [head, f"passed: {', '.join(passed) or 'none'}"]
@@ -130,9 +130,9 @@ def describe_report(report: GateReport) -> str:
             lines.append(f"{c.verdict.value.upper()} {c.name}{reason}: {c.evidence[:EVIDENCE_CHARS]}")
     lines.append(f"Oracle metrics: {report.oracle or 'none'}; no-op metrics: {report.nop or 'none'}"
                  + (f"; wrong.sh metrics: {report.wrong}" if report.wrong is not None else ""))
-    for label, kind in (("mutants", AttemptKind.MUTANT), ("cheats", AttemptKind.CHEAT),
-                        ("tamper kit", AttemptKind.TAMPER)):
-        rows = _attempts(report.mutants + report.cheats + report.tamper, kind)
+    for label, kind in (("mutants", AttemptKind.MUTANT), ("skill-blind baselines", AttemptKind.BASELINE),
+                        ("cheats", AttemptKind.CHEAT), ("tamper kit", AttemptKind.TAMPER)):
+        rows = _attempts(report.mutants + report.baselines + report.cheats + report.tamper, kind)
         if rows:
             lines += [f"{label}:", *rows]
     if report.mutation_testing not in ("", "on"):
