@@ -233,19 +233,27 @@ def _with_opinion(hub, resources, tmp_path, llm: LLMResource) -> dict:
     return {**resources, "llm": llm, "skillhub": SkillHubResource(sources_file=str(sources))}
 
 
-def test_an_endpoint_alone_does_not_ask_for_a_second_opinion(setup, tmp_path):
-    """Off by default (its usage is not yet in the run's llm_usage): a configured model is used for planning and
-    tasks only."""
+def test_an_endpoint_alone_asks_for_a_second_opinion_and_the_setting_turns_it_off(setup, tmp_path):
+    """On by default whenever a model is configured (issue 28's measurement); `second_opinion: false` in the
+    sources' settings keeps the screen's own verdict and asks nothing."""
     from tests.support.fake_openai import FakeOpenAI
 
-    _hub, resources, instance = setup
+    hub, resources, instance = setup
     _crawl(resources, instance)
-    with FakeOpenAI(lambda body: "{}") as srv:
+    reply = json.dumps({"summary": "fine", "reasons": [], "not_needed": []})
+    with FakeOpenAI(lambda body: reply) as srv:
         llm = LLMResource(base_url=srv.base_url, model="fake", cache_dir="", max_retries=0)
         res = _snapshot({**resources, "llm": llm}, instance, "t__csv-cleaner")
-        assert srv.count == 0
-    meta = res.asset_materializations_for_node("skillhub_snapshot")[0].metadata
-    assert meta["second_opinion"].value.startswith("none")
+        assert srv.count == 1
+        off = write_sources(tmp_path / "sources-off.yaml", [{"name": "t", "kind": "dir", "path": str(hub)}],
+                            tmp_path / "cache", screen={"second_opinion": False})
+        res_off = _snapshot({**resources, "llm": llm, "skillhub": SkillHubResource(sources_file=str(off))}, instance,
+                            "t__csv-cleaner")
+        assert srv.count == 1
+    assert res.asset_materializations_for_node("skillhub_snapshot")[0].metadata["second_opinion"].value.startswith(
+        "fake (called)")
+    meta_off = res_off.asset_materializations_for_node("skillhub_snapshot")[0].metadata
+    assert meta_off["second_opinion"].value.startswith("none")
 
 
 def test_snapshot_records_the_models_second_opinion_and_shows_disagreements(setup, tmp_path):

@@ -52,10 +52,12 @@ FAILING_FAULTS = {"rate_limit", "server_error", "truncated", "short_body", "rese
 
 
 def canned_model() -> Callable[[dict[str, Any]], str | dict[str, Any]]:
-    """A model answering the planner with a canned plan and the creator agent with a scripted task that passes."""
+    """A model with no objection as the screen's second opinion, answering the planner with a canned plan and the
+    creator agent with a scripted task that passes."""
     steps = StepResponder()
-    return lambda body: creator_reply(body) if body.get("tools") else (
-        canned_plan(body) if schema_name(body) == "PlanReply" else steps(body))
+    answers = {"OpinionReply": lambda body: json.dumps({"reasons": [], "not_needed": [], "summary": "no blocking "
+                                                         "reason"}), "PlanReply": canned_plan}
+    return lambda body: creator_reply(body) if body.get("tools") else answers.get(schema_name(body), steps)(body)
 
 
 def hub(root: Path) -> Path:

@@ -58,9 +58,12 @@ def _crawl_count(home: Path) -> int:
 
 
 def _model(body: dict) -> str | dict:
-    """A model that answers the planner with a canned plan and the creator agent with a scripted task."""
+    """A model that has no objection as the screen's second opinion, answers the planner with a canned plan and
+    the creator agent with a scripted task."""
     if body.get("tools"):
         return creator_reply(body)
+    if schema_name(body) == "OpinionReply":
+        return json.dumps({"reasons": [], "not_needed": [], "summary": "no blocking reason"})
     return canned_plan(body) if schema_name(body) == "PlanReply" else _STEPS(body)
 
 

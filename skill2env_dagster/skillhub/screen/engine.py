@@ -81,9 +81,10 @@ class ScreenSettings(BaseModel):
                                   "account or auth term; it never clears a rule's verdict and never touches a "
                                   "malicious skill (screen/learned.py). On by default: on the screening set's test "
                                   "half it caught 15 more account/live skills for 1 more eligible skill out.")
-    second_opinion: bool = Field(default=False, description="Ask the configured model endpoint for a second "
+    second_opinion: bool = Field(default=True, description="Ask the configured model endpoint for a second "
                                  "opinion on each skill in skillhub_snapshot (one cached call per bundle; its usage "
-                                 "is counted in the run's llm_usage). Off by default: a call per new bundle.")
+                                 "is counted in the run's llm_usage). On by default, whenever a model is configured "
+                                 "(without one nothing is asked); false keeps the screen's own verdict.")
     second_opinion_clears: bool = Field(default=False, description="Let the second opinion clear a code the rules "
                                         "flagged (account, live service, hardware, OS/GUI, persona, no actionable "
                                         "content; never malicious or harmful) when it quotes the line showing the "
