@@ -286,6 +286,7 @@ def print_sample_figures(results: list[opinion_sample.Result]) -> None:
                                            for v in opinion_sample.VERDICTS))
     for verdict, changes in opinion_sample.code_changes(results).items():
         print(f"codes changed ({verdict}): {dict(changes.most_common()) or 'none'}")
+    print(f"recorded differences: {opinion_sample.differences(results) or 'none'}")
 
 
 def main() -> None:

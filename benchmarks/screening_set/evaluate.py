@@ -108,6 +108,7 @@ def screen_items(items: list[Item], settings: CrawlSettings | None = None,
 # ---------------------------------------------------------------------------------- model second opinion
 OPINION_MODES = ("adds", "adds_and_clears")  # settings.screen.second_opinion_clears off / on
 OPINION_FAILED = "failed"  # the mode key of an item whose call failed (its codes: the screen's own)
+DISAGREEMENTS = "disagreements"  # `<kind>#<n>` per recorded difference (unverified quotes, kept_unseen, ...)
 
 
 def model_opinion(config: LLMConfig, cache_dir: Path | None) -> Callable[[SkillRecord], dict[str, frozenset[str]]]:
@@ -124,7 +125,8 @@ def model_opinion(config: LLMConfig, cache_dir: Path | None) -> Callable[[SkillR
         if op is None or op.status == "failed":
             return {OPINION_FAILED: codes_of(record)}
         clears = codes_of(out)
-        return {"adds": clears | {c.value for c in op.cleared if c.value in CODES}, "adds_and_clears": clears}
+        return {"adds": clears | {c.value for c in op.cleared if c.value in CODES}, "adds_and_clears": clears,
+                DISAGREEMENTS: frozenset(f"{d.kind}#{n}" for n, d in enumerate(op.disagreements))}
 
     return ask
 

@@ -89,13 +89,15 @@ class Result:
     adds: frozenset[str]
     clears: frozenset[str]
     failed: bool
+    differences: tuple[str, ...] = ()  # kinds of the opinion's recorded differences (unverified_evidence, ...)
 
 
 def result_of(d: Drawn) -> Result:
     op = d.item.opinion
     failed = "failed" in op
+    kinds = tuple(sorted(x.split("#")[0] for x in op.get("disagreements", frozenset())))
     return Result(d.stratum, d.weight, d.item.labels, d.item.got, op.get("adds", d.item.got) if not failed else
-                  d.item.got, op.get("adds_and_clears", d.item.got) if not failed else d.item.got, failed)
+                  d.item.got, op.get("adds_and_clears", d.item.got) if not failed else d.item.got, failed, kinds)
 
 
 def write_results(path: Path, drawn: list[Drawn], entry_ids: bool) -> None:
@@ -106,7 +108,8 @@ def write_results(path: Path, drawn: list[Drawn], entry_ids: bool) -> None:
         for d in drawn:
             r = result_of(d)
             row = {"stratum": r.stratum, "weight": r.weight, "labels": sorted(r.labels), "screen": sorted(r.screen),
-                   "adds": sorted(r.adds), "clears": sorted(r.clears), "failed": r.failed}
+                   "adds": sorted(r.adds), "clears": sorted(r.clears), "failed": r.failed,
+                   "differences": list(r.differences)}
             if entry_ids:
                 row["id"] = d.item.id
             f.write(json.dumps(row) + "\n")
@@ -119,7 +122,8 @@ def read_results(paths: Iterable[Path]) -> list[Result]:
             if line.strip():
                 r = json.loads(line)
                 out.append(Result(r["stratum"], r["weight"], frozenset(r["labels"]), frozenset(r["screen"]),
-                                  frozenset(r["adds"]), frozenset(r["clears"]), r["failed"]))
+                                  frozenset(r["adds"]), frozenset(r["clears"]), r["failed"],
+                                  tuple(r.get("differences", ()))))
     return out
 
 
@@ -174,3 +178,8 @@ def code_changes(results: list[Result]) -> dict[str, Counter[str]]:
             c.update(f"-{x}" for x in r.screen - got if x in CODES)
         out[v] = c
     return out
+
+
+def differences(results: list[Result]) -> dict[str, int]:
+    """How often each kind of difference was recorded (an unverified quote, a finding kept unseen, ...)."""
+    return dict(Counter(k for r in results for k in r.differences).most_common())

@@ -131,7 +131,9 @@ def test_the_reports_model_opinion_scores_both_modes_from_one_reply(tmp_path):
         assert srv.count == 1
         srv.enqueue(server_error())
         failed = evaluate.model_opinion(config, None)(record)
-    assert got == {"adds": {"needs_external_account", "needs_live_service"}, "adds_and_clears": {"needs_live_service"}}
+    assert {k: v for k, v in got.items() if k != evaluate.DISAGREEMENTS} == {
+        "adds": {"needs_external_account", "needs_live_service"}, "adds_and_clears": {"needs_live_service"}}
+    assert "model_cleared#0" in got[evaluate.DISAGREEMENTS]
     assert failed == {evaluate.OPINION_FAILED: {"needs_external_account", "needs_live_service"}}
 
 
