@@ -28,7 +28,7 @@ docker run -d --name "s2e-host-$NAME" --label skill2env.role=worker-host --label
   --network host "${pin[@]}" \
   -e DAGSTER_HOME -e S2E_PG_URL -e S2E_BROKER_URL -e S2E_RESULTS_URL -e S2E_ARTIFACTS_DIR -e S2E_SOURCES \
   -e S2E_STATE_DIR -e S2E_GATE_LABEL -e S2E_LLM_BASE_URL -e S2E_LLM_MODEL -e S2E_LLM_API_KEY -e S2E_LLM_CACHE_DIR \
-  -e PYTHONPATH=/tmp/celery -e "S2E_HOST_NAME=$NAME" -e "S2E_CONCURRENCY=$CONCURRENCY" \
+  -e "DAGSTER_EVENT_BATCH_SIZE=${DAGSTER_EVENT_BATCH_SIZE:-200}" -e PYTHONPATH=/tmp/celery -e "S2E_HOST_NAME=$NAME" -e "S2E_CONCURRENCY=$CONCURRENCY" \
   -v "$SOCK:/var/run/docker.sock" -v "$SHARED:$SHARED" \
   "$S2E_RUN_IMAGE" \
   sh -c 'mkdir -p /tmp/celery && python -c "import os; open(\"/tmp/celery/dagster_celery_config.py\", \"w\").write(\"broker_url = %r\nresult_backend = %r\nworker_prefetch_multiplier = 1\ntask_acks_late = True\n\" % (os.environ[\"S2E_BROKER_URL\"], os.environ[\"S2E_RESULTS_URL\"]))" && exec celery -A dagster_celery.app worker --loglevel INFO --concurrency "$S2E_CONCURRENCY" --prefetch-multiplier 1 -n "$S2E_HOST_NAME@%h"'

@@ -3,9 +3,10 @@ metadata, and stage-failure records."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
@@ -90,3 +91,31 @@ def clear_failure(store: ArtifactStore, artifact: Artifact[Any], key: str) -> No
         store.save(FAILURES, key, record)
     else:
         store.delete(FAILURES, key)
+
+
+EVENT_BATCH = 200  # asset events per storage write when batching is on
+BATCH_ENV = "DAGSTER_EVENT_BATCH_SIZE"  # Dagster's own switch for batched event writes (0 or unset: off)
+
+
+def log_asset_events(context: dg.AssetExecutionContext,
+                     events: Iterable[dg.AssetMaterialization | dg.AssetObservation]) -> int:
+    """Log many asset events (a crawl's observations, a snapshot batch's materializations) as `log_event` would,
+    but marked as batches, so that with DAGSTER_EVENT_BATCH_SIZE set (`skill2env run` sets it) the storage writes
+    each batch in one statement instead of a round trip per event: 27,5xx observations took 22 min one by one on
+    Postgres at load 10. Without the variable Dagster writes them one by one, as before. Returns the count."""
+    from dagster._core.events import DagsterEvent, DagsterEventBatchMetadata, generate_event_batch_id
+
+    op_context = context.op_execution_context
+    step = op_context._step_execution_context
+    source, count = iter(events), 0
+    while chunk := list(islice(source, EVENT_BATCH)):  # logged as produced, a batch at a time
+        batch_id = generate_event_batch_id()
+        count += len(chunk)
+        for i, event in enumerate(chunk):
+            meta = DagsterEventBatchMetadata(batch_id, i == len(chunk) - 1)
+            if isinstance(event, dg.AssetMaterialization):
+                logged = DagsterEvent.asset_materialization(step, event, meta)
+            else:
+                logged = DagsterEvent.asset_observation(step, event, meta)
+            op_context._events.append(logged)
+    return count

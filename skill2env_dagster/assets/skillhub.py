@@ -18,7 +18,13 @@ from dagster._core.definitions.data_version import (  # the provenance tags a ma
 from dagster._core.events import DagsterEventType
 
 from skill2env_dagster.artifacts import CRAWL, RAW_SKILL_MD, SKILLS_PARTITION, SNAPSHOT
-from skill2env_dagster.assets.common import asset_code_version, skills_partitions, stage_run, usage_metadata
+from skill2env_dagster.assets.common import (
+    asset_code_version,
+    log_asset_events,
+    skills_partitions,
+    stage_run,
+    usage_metadata,
+)
 from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.resources.llm import LLMResource
@@ -67,11 +73,9 @@ def skillhub_crawl(
     previous = _previously_observed(context.instance, root)
     snap_dir, manifest = publish_snapshot(result, root)
     added, removed = _sync_partitions(context.instance, [r.skill_id for r in result.records])
-    observed = 0
-    for r in result.records:
-        if previous.get(r.skill_id, ("", None, ""))[:2] != (r.bundle_digest, r.source_commit):
-            context.log_event(_observation(r))
-            observed += 1
+    observed = log_asset_events(context, (_observation(r) for r in result.records
+                                          if previous.get(r.skill_id, ("", None, ""))[:2] !=
+                                          (r.bundle_digest, r.source_commit)))
     relocated = refresh_locations(store, [r for r in result.records if r.skill_id in previous
                                           and previous[r.skill_id][2] != r.abs_path])
     context.log.info("crawl %s: %d skills, %s", manifest.snapshot_id, manifest.n_skills, manifest.status_counts)
@@ -196,9 +200,9 @@ def skillhub_snapshot(context: dg.AssetExecutionContext, artifacts: ArtifactStor
         return
     inputs = raw_inputs(context.instance, keys)
     code = context.assets_def.code_versions_by_key[context.asset_key] or context.run_id
-    for key in keys:
-        result = _snapshot_result(_snapshot_one(store, snap_dir, key, screen, llm))
-        context.log_event(batch_materialization(key, result, code, inputs.get(key)))
+    log_asset_events(context, (batch_materialization(key, _snapshot_result(_snapshot_one(store, snap_dir, key, screen,
+                                                                                    llm)), code, inputs.get(key))
+                               for key in keys))
     context.log.info("snapshot batch: %d partitions, %s .. %s", len(keys), keys[0], keys[-1])
 
 

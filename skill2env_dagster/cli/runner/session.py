@@ -29,6 +29,7 @@ from skill2env_dagster.artifacts import (
     SNAPSHOT_JOB,
 )
 from skill2env_dagster.assets.freshness import FreshnessScan
+from skill2env_dagster.assets.common import BATCH_ENV, EVENT_BATCH
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.interrupts import SigintLatch
@@ -136,6 +137,7 @@ class Session:
             home.prepare()
             write_sources(self._sources(), home.sources_file)
             os.environ.update(home.env())
+            os.environ.setdefault(BATCH_ENV, str(EVENT_BATCH))  # a crawl's observations: one write per batch
             self.view.say(f"log: {self.log_file}")
             self.generator = llm_config().describe()  # validated: a bad S2E_LLM_* value stops here, named
             self.view.say(f"generator: {self.generator}")
