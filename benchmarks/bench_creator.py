@@ -148,6 +148,7 @@ def report(out: Path) -> dict[str, Any]:
         "tool_seconds": round(sum(r.tool_seconds for r in runs), 1),
         "gate_runs": sum(r.gate_runs for r in runs), "repairs": sum(r.repairs for r in runs),
         "refusals": dict(sum((Counter(r.refusals) for r in runs), Counter())),
+        "rejections_by_untold_rule": untold(runs),
         "relay": relay_figures(out),
     }
     return figures
@@ -175,6 +176,14 @@ def export_transcripts(out: Path, dest: Path, only: list[str]) -> None:
                                 sample.model_dump(mode="json"), load_base_images())
             (dest / f"{b.task_name}.json").write_text(json.dumps(t, indent=1, ensure_ascii=False) + "\n")
             print(f"transcript {dest / (b.task_name + '.json')}: {t['recorded']}")
+
+
+def untold(runs: list[Any]) -> dict[str, int]:
+    """Candidate rejections whose reason no rule of the creator's prompt states (the target is none)."""
+    from skill2env_dagster.creator.rules import disclosed_codes
+
+    told = disclosed_codes(GateSettings(), CreatorLimits())
+    return dict(Counter(r.value for run in runs if run.status == "rejected" for r in run.reasons if r not in told))
 
 
 def relay_figures(out: Path) -> dict[str, Any]:
