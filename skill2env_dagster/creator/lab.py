@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from skill2env_dagster.gates.sandbox import remove_image
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.rollouts.docker_sandbox import DockerSandbox, OutputLimits
-from skill2env_dagster.rollouts.sandbox import CommandResult, Verification
+from skill2env_dagster.rollouts.sandbox import CommandResult, SandboxGoneError, Verification
 
 log = logging.getLogger(__name__)
 SKILL_MOUNT = "skill"  # /skill in the workbench
@@ -97,12 +98,36 @@ class DockerWorkbench:
             self._synced[folder] = digest
 
     def run(self, command: str, timeout: float) -> RunResult:
+        """The command's result; a container the command (or a verifier it ran) stopped is reported as such and
+        replaced by a fresh one at the next command."""
         note = ""
         if self._sb is None or environment_digest(self.task.environment_dir) != self._env:
             note = self._open()
         assert self._sb is not None
-        self._sync(self._sb)
-        return RunResult(self._sb.exec(command, timeout), note)
+        try:
+            self._sync(self._sb)
+            result = self._sb.exec(command, timeout)
+            if result.exit_code is not None or result.timed_out or self._alive(self._sb):
+                return RunResult(result, note)
+            why = "the command's own wrapper was killed"
+        except SandboxGoneError as e:
+            why = str(e)
+        self.close(keep=self._last_image())
+        gone = (f"the workbench container stopped during the command ({why}): something it ran killed the "
+                "container's own processes; the next command starts a fresh container")
+        return RunResult(CommandResult(None, head=gone.encode()), "; ".join(filter(None, [note, gone])))
+
+    @staticmethod
+    def _alive(sb: DockerSandbox) -> bool:
+        """Still running a moment after a command whose wrapper died (a container being stopped takes that)."""
+        for _ in range(10):
+            if not sb.sandbox.trial.alive():
+                return False
+            time.sleep(0.2)
+        return True
+
+    def _last_image(self) -> str | None:
+        return self._built[-1] if self._built else None
 
     def fetch(self, path: str, max_bytes: int) -> bytes:
         """A regular file of the workbench container; ValueError when it is not one or is too large. Read through

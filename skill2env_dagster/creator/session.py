@@ -48,7 +48,7 @@ from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.task import CreatorRun, TaskStatus
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import InfraError, InputError, ReasonCode
-from skill2env_dagster.rollouts.sandbox import CommandResult
+from skill2env_dagster.rollouts.sandbox import CommandResult, SandboxGoneError
 from skill2env_dagster.rollouts.tools import ToolOutcome, render_output
 from skill2env_dagster.rollouts.trajectory import TrajectoryRecorder, now_iso
 from skill2env_dagster.tasks.generator import CreationContext
@@ -338,7 +338,7 @@ class Session:
         res: CommandResult = done.result
         body, omitted = render_output(res, 1 << 20)
         status = (f"[command timed out after {timeout:g}s and was killed]" if res.timed_out else
-                  f"[exit code {res.exit_code}]")
+                  f"[exit code {res.exit_code}]" if res.exit_code is not None else "[no exit code]")
         note = f"[{done.note}]\n" if done.note else ""
         return Outcome(f"{note}{status}\n{untrusted(body, 'command_output')}", failed=res.exit_code != 0,
                        exit_code=res.exit_code, timed_out=res.timed_out, omitted=omitted)
@@ -415,6 +415,9 @@ class Session:
             v = self.lab.noop(self.draft.dir.root)
         except InputError as e:
             return False, "\n".join([*lines, f"build/no-op failed ({e.reason.value}): {str(e)[:1500]}"]), []
+        except SandboxGoneError as e:
+            return False, "\n".join([*lines, f"no-op: the container stopped while test.sh ran ({e}): the verifier "
+                                      "must not kill the container's processes"]), []
         if not v.metrics:
             why = v.reason.value if v.reason else "no reward"
             return False, "\n".join([*lines, f"no-op: no usable reward ({why}): {v.evidence[:700]}"]), []

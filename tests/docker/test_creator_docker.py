@@ -84,3 +84,23 @@ def test_a_weak_verifier_is_replaced_never_shipped(docker_client, examples_dir, 
     second_brief = next(body for body in bodies if "A previous candidate" in body["messages"][1]["content"])
     assert "the gate's evidence" in second_brief["messages"][1]["content"]
     assert (Path(b.path) / "tests" / "test.sh").read_text() == TEST_SH
+
+
+def test_a_command_that_kills_the_workbench_gets_a_fresh_one(docker_client, tmp_path):
+    """Seen with a capable model: a test.sh that swept every process stopped the workbench container mid-command.
+    The command's result says so and the next command runs in a fresh container; nothing crashes."""
+    from skill2env_dagster.creator.lab import DockerLab as Lab
+
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text(f"FROM {load_base_images()['minimal']}\nWORKDIR /app\n")
+    (tmp_path / "task.toml").write_text((Path(__file__).parents[1] / "fixtures" / "tasks" / "good_minimal" /
+                                         "task.toml").read_text())
+    bench = Lab(GateSettings(run_id=RUN_ID)).workbench(tmp_path, None)
+    try:
+        assert bench.run("echo up > /app/x", 30).result.exit_code == 0
+        killed = bench.run("kill -9 -1", 30)
+        assert killed.result.exit_code is None and "workbench container stopped" in killed.note
+        again = bench.run("cat /app/x 2>&1; echo alive", 30)
+        assert again.result.exit_code == 0 and b"alive" in again.result.head and b"up" not in again.result.head
+    finally:
+        bench.close()
