@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -19,13 +18,13 @@ import pytest
 import yaml
 
 from tests.ops.conftest import REPO, run_script, unavailable
+from tests.support.distributed import wait_run
 from tests.support.hub import make_hub, write_sources
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.dagster]
 
 VENV_BIN = REPO / ".venv" / "bin"
 SCALE_OUT = REPO / "deploy" / "scale-out" / "dagster.yaml"
-DONE = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
 
 @pytest.fixture
@@ -61,16 +60,6 @@ def _cli(env: dict[str, str], *args: str) -> None:
     proc = subprocess.run([str(VENV_BIN / "dagster"), *args, "-w", str(REPO / "workspace.yaml")], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"dagster {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
-
-
-def _wait(instance: dg.DagsterInstance, run_id: str, timeout: float = 150) -> dg.DagsterRun:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = instance.get_run_by_id(run_id)
-        if run is not None and run.status in DONE:
-            return run
-        time.sleep(1)
-    raise TimeoutError(f"run {run_id} not finished after {timeout}s: {instance.get_run_by_id(run_id)}")
 
 
 def _why(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str:
@@ -111,13 +100,13 @@ def test_partitioned_run_through_docker_run_launcher_on_postgres(tmp_path, postg
             assert "postgres" in type(instance.run_storage).__module__
 
             _cli(full_env, "job", "launch", "-j", "skillhub_crawl_job", "--run-id", run_ids[0])
-            crawl = _wait(instance, run_ids[0])
+            crawl = wait_run(instance, run_ids[0])
             assert crawl.status == dg.DagsterRunStatus.SUCCESS, _why(instance, crawl)
             assert instance.get_dynamic_partitions("skills") == ["t__csv-cleaner"]
 
             _cli(full_env, "job", "launch", "-j", "skill_snapshot_refresh", "--run-id", run_ids[1],
                  "--tags", '{"dagster/partition": "t__csv-cleaner"}')
-            snap = _wait(instance, run_ids[1])
+            snap = wait_run(instance, run_ids[1])
             assert snap.status == dg.DagsterRunStatus.SUCCESS, _why(instance, snap)
             assert snap.tags["dagster/image"] == run_image and snap.tags.get("docker/container_id")
 
