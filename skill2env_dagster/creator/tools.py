@@ -32,8 +32,9 @@ def _str(description: str) -> dict[str, Any]:
 def tool_specs(patterns: list[str]) -> list[dict[str, Any]]:
     """The tools offered; `patterns` are the difficulty pattern ids a blueprint challenge may name."""
     rule = {"type": "object", "additionalProperties": False, "required": ["source", "statement", "kind"],
-            "properties": {"source": _str("Where the skill states it: path:line or path:first-last, from the "
-                                          "numbered files (prose, code blocks, tables, scripts, data)."),
+            "properties": {"source": _str("Where the skill states it: ONE citation, path:line or path:first-last, "
+                                          "from the numbered files (prose, code blocks, tables, scripts, data); "
+                                          "a rule stated in two places is two rules."),
                            "statement": _str("The rule, limit, default or pitfall as the skill states it."),
                            "kind": {"type": "string", "enum": list(get_args(PredicateKind))}}}
     metric = {"type": "object", "additionalProperties": False, "required": ["name", "checks"],

@@ -139,11 +139,19 @@ def _solution_syntax(check: CheckResult) -> bool:
     return check.name == "bash_syntax" and all(p.startswith(SOLUTION_SCRIPTS) for p in problems)
 
 
+def _solution_leak(check: CheckResult) -> bool:
+    """A no_leak failure where every leaked line comes from solution/ (a reference solution repeating a line of the
+    world it reads): a solution-only repair can fix it, the frozen part is innocent."""
+    problems = check.evidence.split("; ")
+    return check.name == "no_leak" and all(" contains a line of solution/" in p for p in problems)
+
+
 def repairable(report: GateReport) -> str | None:
     """Evidence for a solution-only repair, or None when some other check failed (or nothing did): a passing
     cheat, a blind verifier or a broken test is a verdict on the frozen task, never something to repair."""
     fails = [c for c in report.checks if c.verdict is CheckVerdict.FAIL]
-    if not fails or any(c.name not in REPAIRABLE_CHECKS and not _solution_syntax(c) for c in fails):
+    if not fails or any(c.name not in REPAIRABLE_CHECKS and not _solution_syntax(c) and not _solution_leak(c)
+                        for c in fails):
         return None
     return repair_evidence(report)
 

@@ -250,3 +250,20 @@ def test_a_hardening_round_asks_for_its_added_patterns(ctx, tmp_path):
     author(hard, tmp_path, chat, limits=CreatorLimits(max_candidates=1, nudges=0))
     brief = chat.seen[0][1]["content"]
     assert "This is a hardening round" in brief and f"{added}, so that each plants cases" in brief
+
+
+@pytest.mark.parametrize(("check", "evidence", "fixable"), [
+    ("bash_syntax", "solution/solve.sh: line 3: syntax error near unexpected token `fi'", True),
+    ("bash_syntax", "tests/test.sh: line 3: syntax error", False),
+    ("bash_syntax", "solution/solve.sh: line 3: x; solution/cheats/a.sh: line 1: y", False),
+    # seen with a capable model: solve.sh repeated a line of the world's build script (the world is frozen)
+    ("no_leak", "environment/build/make_runs.py contains a line of solution/solve.sh: b'PLOTS = [...'", True),
+    ("no_leak", "instruction.md contains a line of tests/expected.csv: b'a,b,c'", False),
+])
+def test_what_a_solution_only_repair_can_fix(check, evidence, fixable):
+    from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport
+    from skill2env_dagster.tasks.pipeline import repairable
+
+    report = GateReport(task="t", verdict=GateVerdict.REJECTED, reason=ReasonCode.CONTAMINATED, checks=[
+        CheckResult(name=check, verdict=CheckVerdict.FAIL, reason=ReasonCode.CONTAMINATED, evidence=evidence)])
+    assert (repairable(report) is not None) is fixable
