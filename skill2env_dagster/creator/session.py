@@ -30,7 +30,7 @@ from skill2env_dagster.creator.tools import describe_report, parse_arguments, to
 from skill2env_dagster.gates.reuse import task_digest
 from skill2env_dagster.gates.reward import all_zero
 from skill2env_dagster.gates.settings import GateSettings
-from skill2env_dagster.gates.static_checks import provenance_marks, run_static_checks
+from skill2env_dagster.gates.static_checks import LEAK_MIN_LINE, provenance_marks, run_static_checks
 from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import render, untrusted
 from skill2env_dagster.llm.tools import ChatMessage, RequestedCall, ToolTurn
@@ -384,7 +384,9 @@ class Session:
         self.metrics = metrics
         return Outcome(f"frozen ({digest}): environment/, instruction.md and tests/ are read-only from now on. "
                        f"Next: solution/solve.sh (and optionally solution/wrong.sh), then at least {MIN_CHEATS} "
-                       "solution/cheats/<name>.sh, `check`, `submit`.")
+                       "solution/cheats/<name>.sh, `check`, `submit`. The no-leak rule covers solution/ too: no line "
+                       f"of {LEAK_MIN_LINE} or more characters of solve.sh or wrong.sh may repeat a line of "
+                       "environment/ or instruction.md (`check` shows it).")
 
     def _tool_submit(self, a: dict[str, Any]) -> Outcome:
         return self._submit(implicit=False)

@@ -64,7 +64,8 @@ def tool_specs(patterns: list[str]) -> list[dict[str, Any]]:
              "first_line": {"type": "integer", "minimum": 1}, "last_line": {"type": "integer", "minimum": 1}},
             ["path"]),
         _fn("run", "Run a bash command in the workbench: a container of your environment/ image (rebuilt when "
-            "environment/ changes), working directory /app, no network; your tests/ at /tests, solution/ at "
+            "environment/ changes), working directory /app, no network, root without capabilities (as in the "
+            "gate: no setuid, no switching users); your tests/ at /tests, solution/ at "
             "/solution, the skill's files at /skill. Files you create there stay until environment/ changes (then the "
             "image is rebuilt and a fresh container starts, so keep generated files you need with keep_file first).",
             {"command": _str("A bash command."), "timeout_sec": {"type": "integer", "minimum": 1, "maximum": 1800}},
