@@ -28,8 +28,8 @@ from skill2env_dagster.artifacts import (
     SNAPSHOT,
     SNAPSHOT_JOB,
 )
-from skill2env_dagster.assets.freshness import FreshnessScan
 from skill2env_dagster.assets.common import BATCH_ENV, EVENT_BATCH
+from skill2env_dagster.assets.freshness import FreshnessScan
 from skill2env_dagster.assets.tasks import CREATION_SETTINGS_METADATA
 from skill2env_dagster.cli.runner.home import REPO, RunHome, RunnerError
 from skill2env_dagster.cli.runner.interrupts import SigintLatch
