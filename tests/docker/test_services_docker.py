@@ -52,7 +52,9 @@ def test_a_hanging_health_check_is_a_failed_service_not_a_hung_gate(make_task, d
     run_id = f"{RUN_ID}-svc-hang"
     report = gate_task(task, GateSettings(run_id=run_id, service_start_sec=3.0))
     assert (report.verdict, report.reason) == (GateVerdict.INFRA_FAILED, ReasonCode.SERVICE_FAILED)
-    assert report.seconds < 60, report.seconds
+    # Given up at the start deadline: the check (ten minutes of sleep) was killed with its service. A gate that
+    # waited for the check instead would find the service healthy at its end, or hang until the test's limit.
+    assert "not healthy after 3.0s" in next(c for c in report.checks if c.name == "runtime").evidence
     assert _leftovers(docker_client, run_id) == []
 
 
@@ -61,7 +63,7 @@ def test_ctrl_c_removes_the_services_too(make_task, docker_client):
     (task / "solution" / "solve.sh").write_text("#!/bin/bash\nwhile :; do :; done\n")
     run_id = f"{RUN_ID}-svc-ctrlc"
     service = {"label": [f"skill2env.gate={run_id}", "skill2env.service=ledger"]}
-    err = interrupt_gates(docker_client, task, run_id, 1, service, wait=60)
+    err = interrupt_gates(docker_client, task, run_id, 1, service)
     assert "KeyboardInterrupt" in err
     assert _leftovers(docker_client, run_id) == []
 

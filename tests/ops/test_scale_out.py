@@ -21,7 +21,7 @@ from tests.ops.conftest import REPO, run_script, unavailable
 from tests.support.distributed import wait_run
 from tests.support.hub import make_hub, write_sources
 
-pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.dagster]
+pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.dagster, pytest.mark.timeout(900)]
 
 VENV_BIN = REPO / ".venv" / "bin"
 SCALE_OUT = REPO / "deploy" / "scale-out" / "dagster.yaml"
@@ -88,13 +88,15 @@ def test_partitioned_run_through_docker_run_launcher_on_postgres(tmp_path, postg
                              capture_output=True, text=True, timeout=120)
     assert migrate.returncode == 0, f"dagster instance migrate failed:\n{migrate.stdout}\n{migrate.stderr}"
 
+    # Keep the change sensor from launching its own runs in the middle of this one-skill scenario. Stopped before
+    # the daemon starts: both write the sensor's state on first sight, and the loser of that race is refused
+    # ("InstigatorState ... is already present in storage").
+    _cli(full_env, "sensor", "stop", "skillhub_change_sensor")
     with open(root / "daemon.log", "wb") as log:
         daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", str(REPO / "workspace.yaml")],
                                   cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     run_ids = [str(uuid.uuid4()), str(uuid.uuid4())]
     try:
-        # Keep the change sensor from launching its own runs in the middle of this one-skill scenario.
-        _cli(full_env, "sensor", "stop", "skillhub_change_sensor")
         with dg.DagsterInstance.get() as instance:
             assert type(instance.run_launcher).__name__ == "DockerRunLauncher"
             assert "postgres" in type(instance.run_storage).__module__

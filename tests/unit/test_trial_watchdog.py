@@ -53,10 +53,10 @@ def test_a_command_in_time_does_not_wait_for_the_watchdog() -> None:
             return 0, b"ok"
 
     called: list[Any] = []
-    start = time.perf_counter()
-    res = _trial(Quick()).sh("true", timeout=5, on_timeout=lambda: called.append(1))
+    # An hour's watchdog: were sh to wait for it, this test would hang (and fail at the per-test limit).
+    res = _trial(Quick()).sh("true", timeout=3600, on_timeout=lambda: called.append(1))
     assert (res.exit_code, res.timed_out, res.output) == (0, False, b"ok")
-    assert time.perf_counter() - start < 1 and not called
+    assert not called
 
 
 def test_two_reaps_never_run_at_once() -> None:

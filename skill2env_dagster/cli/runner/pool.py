@@ -26,6 +26,7 @@ import os
 import queue
 import signal
 import time
+from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
@@ -111,6 +112,7 @@ class WorkerPool:
         self.held: dict[int, str] = {}  # pid -> partition it is working on
         self.replacements = workers  # a worker that dies is replaced, up to this many times
         self.dispatched = False  # any partition handed to the workers
+        self.ready: deque[PartitionOutcome] = deque()  # outcomes read while checking on the workers
 
     def start(self) -> None:
         """Fork the workers (call once the code location is imported and before any thread is started)."""
@@ -137,10 +139,16 @@ class WorkerPool:
                 yield outcome
 
     def _next(self, pending: set[str]) -> PartitionOutcome | None:
+        if self.ready:
+            return self.ready.popleft()
         try:
-            kind, pid, payload = self.results.get(timeout=0.5)
+            message = self.results.get(timeout=0.5)
         except queue.Empty:
             return self._check_workers(pending)
+        return self._take(message)
+
+    def _take(self, message: tuple[str, int, str]) -> PartitionOutcome | None:
+        kind, pid, payload = message
         if kind == "start":
             self.held[pid] = payload
         elif kind == "done":
@@ -148,20 +156,34 @@ class WorkerPool:
             return PartitionOutcome.model_validate_json(payload)
         return None
 
+    def _drain(self) -> None:
+        """Read every message already sent. A worker flushes its queue before it exits, so once it is seen dead
+        its last "done" is here even if the wait for results timed out just before it arrived."""
+        while True:
+            try:
+                message = self.results.get_nowait()
+            except queue.Empty:
+                return
+            if (outcome := self._take(message)) is not None:
+                self.ready.append(outcome)
+
     def _check_workers(self, pending: set[str]) -> PartitionOutcome | None:
         """A worker that died without reporting fails the partition it held; a replacement is started."""
-        for pid, p in list(self.procs.items()):
-            if p.is_alive():
-                continue
-            del self.procs[pid]
+        dead = [pid for pid, p in self.procs.items() if not p.is_alive()]
+        if dead:
+            self._drain()
+        for pid in dead:
+            p = self.procs.pop(pid)
             key = self.held.pop(pid, None)
             if p.exitcode not in (0, None) and self.replacements > 0:
                 self.replacements -= 1
                 self._spawn()
             if key is not None and key in pending:
                 log.error("worker %d died (exit code %s) while running %s", pid, p.exitcode, key)
-                return PartitionOutcome(key=key, status="failed", failure=FailedPartition(
-                    partition=key, stage="run", reason="worker_died", message=f"exit code {p.exitcode}"))
+                self.ready.append(PartitionOutcome(key=key, status="failed", failure=FailedPartition(
+                    partition=key, stage="run", reason="worker_died", message=f"exit code {p.exitcode}")))
+        if self.ready:
+            return self.ready.popleft()
         if not self.procs:
             raise RuntimeError(f"every worker exited with {len(pending)} partitions left; see the log file")
         return None
