@@ -9,6 +9,40 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "skillhub"
+# Fixtures that reach a host component, and the marker of that component's tier: a test that uses one is in that
+# tier whatever its module says, so `scripts/test.sh --fast` (which deselects those markers) never starts one.
+HOST_FIXTURES = {"docker_client": "docker", "make_task": "docker", "docker_engine": "docker", "run_image": "docker",
+                 "chromium": "browser", "postgres_url": "postgres"}
+HOST_MARKERS = ("docker", "postgres", "browser", "harbor")
+
+
+SHARED_SCOPES = ("module", "package", "class")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker and before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, marker in HOST_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
+        # scripts/test.sh hands tests to its workers one by one (`--dist loadgroup`); the tests sharing a module-
+        # or class-scoped fixture (built tasks, a dagster dev server) stay on one worker, so it is made once.
+        info = getattr(item, "_fixtureinfo", None)
+        shared = sorted({d.baseid for defs in (info.name2fixturedefs.values() if info else ()) for d in defs
+                         if d.scope in SHARED_SCOPES})
+        if shared and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(name="+".join(shared) or item.nodeid.split("::")[0]))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The fast tier sets S2E_FAST_TIER=1 and deselects the host markers; a host test selected anyway (a path
+    named on the command line with its own `-m`) fails here rather than starting an engine, a browser or a
+    database."""
+    if os.environ.get("S2E_FAST_TIER") == "1":
+        host = [m for m in HOST_MARKERS if item.get_closest_marker(m) is not None]
+        if host:
+            pytest.fail(f"the fast tier runs no {'/'.join(host)} test (run it with bash scripts/test.sh)",
+                        pytrace=False)
 
 
 def _shared_dir() -> Path:

@@ -1,5 +1,5 @@
 """`skill2env run` end to end on a temporary hub of two example skills, through Dagster and the real engine:
-from a folder (one partition at a time) and from a local git repository (two workers); a second run does
+from a local git repository (one partition at a time, then two workers) and from a folder; a second run does
 nothing; an edited skill re-runs only its own partition; an interrupted run leaves no container behind and the
 next run resumes; failing partitions are listed with their reason while the others complete."""
 
@@ -77,43 +77,35 @@ def _sensor_requests(out: Path) -> list:
     return [] if isinstance(result, dg.SkipReason) else list(result.run_requests)
 
 
-def test_run_from_a_folder_then_again_then_after_an_edit(docker_client, hub, tmp_path):
+def test_run_from_a_local_git_repository_then_again_then_after_an_edit(docker_client, hub, tmp_path):
+    """One partition at a time first (the whole chain, gated once), then nothing to do, then two workers for the
+    edited skill only. (The folder source is run by the interrupt and failing-partition tests below.)"""
+    git = ["git", "-C", str(hub), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(hub)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "two skills"], check=True)
     out = tmp_path / "out"
-    first = _run(str(hub), out)
+    first = _run(f"{hub}@main", out)
     _assert_exported(first, out)
     assert first["work"]["ran_partitions"] == ["hub__csv-dedupe", "hub__log-triage-awk"]
+    assert first["work"]["ran"] == 2 and first["work"]["workers"] == 1
     store = ArtifactStore(out / "artifacts")
     for key in first["work"]["ran_partitions"]:  # gate once: the creation-time reports stood for the folders
         retained = {b.task_name for b in store.load(TASKS, key).retained()}
         assert set(store.load(GATES, key).reused) == retained
 
     assert _sensor_requests(out) == []  # the UI opened on this history launches nothing: one record of the work
-    second = _run(str(hub), out)
+    second = _run(f"{hub}@main", out)
     assert second["work"] | {"seconds": 0} == {**second["work"], "ran": 0, "runs": 0, "up_to_date": 2,
                                                 "analytics": "up_to_date", "ran_partitions": [], "seconds": 0}
     assert second["exported"] == first["exported"]
 
-    _edit(hub / "csv-dedupe")
-    third = _run(str(hub), out)
-    assert third["work"]["ran_partitions"] == ["hub__csv-dedupe"] and third["work"]["up_to_date"] == 1
-    _assert_exported(third, out)
-
-
-def test_run_from_a_local_git_repository(docker_client, hub, tmp_path):
-    git = ["git", "-C", str(hub), "-c", "user.name=t", "-c", "user.email=t@example.org"]
-    subprocess.run(["git", "init", "-q", "-b", "main", str(hub)], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "two skills"], check=True)
-    out = tmp_path / "out"
-    first = _run(f"{hub}@main", out, workers=2)
-    _assert_exported(first, out)
-    assert first["work"]["ran"] == 2 and first["work"]["workers"] == 2
-
     _edit(hub / "log-triage-awk")
     subprocess.run([*git, "commit", "-q", "-am", "edit one skill"], check=True)
-    second = _run(f"{hub}@main", out, workers=2)
-    assert second["work"]["ran_partitions"] == ["hub__log-triage-awk"] and second["work"]["up_to_date"] == 1
-    _assert_exported(second, out)
+    third = _run(f"{hub}@main", out, workers=2)
+    assert third["work"]["ran_partitions"] == ["hub__log-triage-awk"] and third["work"]["up_to_date"] == 1
+    assert third["work"]["workers"] == 2
+    _assert_exported(third, out)
 
 
 def _containers(client, label: str) -> list:

@@ -62,7 +62,7 @@ class DagsterDev:
         self.env = {**os.environ, **env, "DAGSTER_HOME": str(home), "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 120.0) -> DagsterDev:
+    def start(self, timeout: float = 300.0) -> DagsterDev:
         cmd = ["env", "--default-signal=INT", str(VENV_BIN / "dagster"), "dev", "-w", str(self.workspace),
                "-h", "127.0.0.1", "-p", str(self.port)]
         with open(self.log_path, "ab") as log:
@@ -113,7 +113,7 @@ class DagsterDev:
         assert result["__typename"] == "LaunchRunSuccess", f"launch of {job} refused: {result}"
         return result["run"]["runId"]
 
-    def wait_run(self, run_id: str, timeout: float = 150.0) -> str:
+    def wait_run(self, run_id: str, timeout: float = 600.0) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = [r for r in self.runs() if r["runId"] == run_id]
@@ -126,7 +126,7 @@ class DagsterDev:
         flt = {"tags": [{"key": k, "value": v} for k, v in (tags or {}).items()]}
         return self.gql(RUNS, {"filter": flt})["runsOrError"]["results"]
 
-    def wait_runs_done(self, tags: dict[str, str] | None = None, timeout: float = 150.0) -> list[dict]:
+    def wait_runs_done(self, tags: dict[str, str] | None = None, timeout: float = 600.0) -> list[dict]:
         """Poll until every run matching `tags` is finished (and at least one exists)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

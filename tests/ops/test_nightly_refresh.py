@@ -20,7 +20,7 @@ from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from tests.support.hub import commit_all, git, init_repo, write_skill, write_sources
 
-pytestmark = pytest.mark.dagster
+pytestmark = [pytest.mark.dagster, pytest.mark.docker]  # its per-skill runs gate in the engine
 
 SNAPSHOT = dg.AssetKey("skillhub_snapshot")
 
