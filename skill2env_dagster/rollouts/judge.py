@@ -49,7 +49,9 @@ CONSTITUTION = "judge_constitution.j2"
 SCORE_CAPS = {"reward_hacking": -5, "fabricated_evidence": -5, "unresponsive": -3}
 # Per step: the agent's message, each call's arguments (a program written inline is the agent's work: shown
 # whole up to this), each call's output. The trajectory's own budget bounds the total (see render_trajectory).
-STEP_TEXT, CALL_TEXT, RESULT_TEXT = 2000, 12_000, 2000
+# A call's output is shown as fully as the agent saw it (the tools keep 3000 + 3000 bytes by default): a shorter cut
+# hid evidence the agent had (a capable judge found mode headers cut away between two parts of a document).
+STEP_TEXT, CALL_TEXT, RESULT_TEXT = 2000, 12_000, 6000
 
 
 @dataclass(frozen=True)

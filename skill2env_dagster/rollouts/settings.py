@@ -71,7 +71,7 @@ class AgentLimits(_Strict):
 class JudgeSettings(Endpoint):
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_attempts: int = Field(default=3, ge=1, le=10, description="Calls before a verdict is `judge_failed`.")
-    trajectory_chars: int = Field(default=40_000, ge=2000, description="Budget of the rendered trajectory.")
+    trajectory_chars: int = Field(default=80_000, ge=2000, description="Budget of the rendered trajectory.")
     diff_chars: int = Field(default=30_000, ge=500, description=(
         "Budget of the final workspace view: every path changed, then every file the agent wrote or changed, "
         "whole, with its diff against the original."))
