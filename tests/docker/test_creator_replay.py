@@ -34,6 +34,11 @@ TRANSCRIPTS = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "creato
 BLIND_REJECTS = {"reconciliation--table-aging-analysis-for-outstanding-ite-v1"}
 
 
+def test_there_are_transcripts_of_three_skills_the_gate_retains():
+    skills = {json.loads(p.read_text())["skill_folder"] for p in TRANSCRIPTS if p.stem not in BLIND_REJECTS}
+    assert len(skills) >= 3, skills
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
 def test_a_recorded_transcript_is_retained_again(path, corpus_dir, docker_client, tmp_path):
