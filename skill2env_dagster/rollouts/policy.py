@@ -20,6 +20,7 @@ from skill2env_dagster.llm.tools import ChatMessage, RequestedCall, ToolChat, To
 from skill2env_dagster.models.rollout import RolloutKind
 from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
+from skill2env_dagster.rollouts.inspection import existing_probe, inspection_steps, named_paths
 from skill2env_dagster.rollouts.sandbox import Sandbox
 from skill2env_dagster.rollouts.script_steps import agent_steps, split_commands
 from skill2env_dagster.rollouts.tools import BASH
@@ -60,9 +61,10 @@ class ModelPolicy:
 
 
 class OraclePolicy:
-    """The task's reference solution as an agent's work: the commands of `solution/solve.sh` run step by step, one
-    bash call each (`rollouts.script_steps`), then a short final answer. With `solution_dir` (hardening's check)
-    another version's solution runs instead: the previous round's, on the rebuilt task.
+    """The task's reference solution as an agent's work: a look at the working directory and the inputs the task
+    names (`rollouts.inspection`), the commands of `solution/solve.sh` run step by step, one bash call each
+    (`rollouts.script_steps`), a look at what it produced, then a short final answer. With `solution_dir`
+    (hardening's check) another version's solution runs instead: the previous round's, on the rebuilt task.
 
     Nothing of the answer key is in sight: the solution folder is not uploaded, its cheats and naive `wrong.sh` are
     never used, and a helper file `solve.sh` needs is written by the agent's own steps to a scratch folder that
@@ -80,7 +82,17 @@ class OraclePolicy:
 
     def prepare(self, sandbox: Sandbox, task: TaskDir) -> None:
         config = TaskToml.from_toml(task.config.read_text(encoding="utf-8"))
-        self.steps = reference_steps(self.solution_dir or task.solution_dir, config.solution.env)
+        work = reference_steps(self.solution_dir or task.solution_dir, config.solution.env)
+        delivered = config.metadata.get("blueprint_deliverables")
+        instruction, workdir = task.instruction.read_text(encoding="utf-8"), config.environment.workdir or "/"
+        named = named_paths(instruction, workdir)
+        existing = None
+        if named:  # which named paths exist before the work: a read-only probe, not part of the episode
+            found = sandbox.exec(existing_probe(named), 30)
+            existing = set(found.head.decode("utf-8", "replace").split()) if found.exit_code == 0 else None
+        before, after = inspection_steps(instruction, workdir,
+                                         [str(d) for d in delivered] if isinstance(delivered, list) else [], existing)
+        self.steps = [*before, *work, *after]
 
     def act(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> ToolTurn:
         i, self._turns = self._turns, self._turns + 1

@@ -124,7 +124,10 @@ def test_the_oracle_is_an_agents_steps_and_the_judge_sees_the_files(loop):
     assert "/solution" not in text and "reference solution" not in text and "wrong.sh" not in text
     traj = AtifTrajectory.model_validate_json(text)
     commands = [c.arguments["command"] for s in traj.steps if s.source == "agent" for c in s.tool_calls or []]
-    assert commands == ["set -euo pipefail\nwc -l < /app/data.txt | tr -d ' ' > /app/answer.txt"]
+    assert commands[2] == "set -euo pipefail\nwc -l < /app/data.txt | tr -d ' ' > /app/answer.txt"
+    assert len(commands) == 4 and commands[0].startswith("cd /app && find")  # a look around, the input read
+    outputs = [str(r.content) for s in traj.steps if s.observation for r in s.observation.results]
+    assert "widget,3" in outputs[1] and outputs[3].rstrip().endswith("7")  # real outputs: the data, the answer
     assert oracle.passed and "/solution" not in (loop["folder"] / oracle.workspace).read_text()
     view = (loop["folder"] / r[f"{TASK}--solve--0"].workspace).read_text()
     assert "=== /app/answer.txt (added, 2 bytes)\n--- final content:\n7" in view

@@ -240,10 +240,15 @@ def test_the_oracle_reaches_the_judge_as_an_agents_steps(tmp_path):
     (sol / "cheats" / "echo_seven.sh").write_text("#!/bin/bash\necho 7 > /app/answer.txt\n")
     sb = MemorySandbox()
     r, traj = _run(task, OraclePolicy(), sb, tmp_path)
-    assert (r.stop, r.scored, r.tool_calls) == (StopReason.AGENT_DONE, True, 3)
-    assert sb.commands[0].startswith("mkdir -p /tmp/work/lib && cat > /tmp/work/lib/count.py <<'EOF'")
-    assert sb.commands[1:] == ["set -euo pipefail\ncd /app\npython3 /tmp/work/lib/count.py data.txt > answer.txt",
-                               "set -euo pipefail\ncd /app\ncat answer.txt"]
+    assert sb.commands[0].startswith("for p in /app/data.txt /app/answer.txt; do [ -e")  # probe, not in the episode
+    steps = sb.commands[1:]
+    assert (r.stop, r.scored, r.tool_calls) == (StopReason.AGENT_DONE, True, len(steps))
+    # A look around and at the inputs the task names, the work, a look at the result.
+    assert steps[0].startswith("cd /app && find . -maxdepth 3") and "/app/data.txt" in steps[1]
+    assert steps[2].startswith("mkdir -p /tmp/work/lib && cat > /tmp/work/lib/count.py <<'EOF'")
+    assert steps[3:5] == ["set -euo pipefail\ncd /app\npython3 /tmp/work/lib/count.py data.txt > answer.txt",
+                          "set -euo pipefail\ncd /app\ncat answer.txt"]
+    assert steps[5].startswith("for f in /app/answer.txt; do ls -la")  # the output, looked at after
     text = traj.to_json()
     for hidden in ("/solution", "cheats", "echo_seven", "wrong.sh", "reference solution"):
         assert hidden not in text
