@@ -93,6 +93,9 @@ def _rollouts_line(r: RolloutSummary) -> str:
             f"SFT rows {r.sft_rows}")
 
 
+MAX_LISTED = 12  # skills without tasks listed on the console (all of them are in the JSON funnel)
+
+
 def render(f: Funnel) -> str:
     """The funnel for people: one line per stage, then what this run did, failures, and where things are."""
     def reasons(d: dict[str, int]) -> str:
@@ -111,6 +114,13 @@ def render(f: Funnel) -> str:
                      f"{op.get('cleared', 0)} · screened out {op.get('screened_out', 0)}")
     lines.append(f"planned {f.planned} · created {f.created} · retained {f.retained} · rejected "
                  f"{sum(f.rejected_by_reason.values())}{reasons(f.rejected_by_reason)}")
+    if f.without_tasks:
+        lines.append(f"no task for {len(f.without_tasks)} planned skill{'s' if len(f.without_tasks) != 1 else ''} "
+                     f"(no_checkable_rule {f.no_checkable_rule}; the reasons are in the JSON funnel, "
+                     "`without_tasks`):")
+        lines += [f"  {k}: {v[:160]}" for k, v in list(f.without_tasks.items())[:MAX_LISTED]]
+        if len(f.without_tasks) > MAX_LISTED:
+            lines.append(f"  … and {len(f.without_tasks) - MAX_LISTED} more")
     if w.ran == 0 and w.failed == 0 and w.analytics != "ran":
         lines.append(f"nothing to do: {w.up_to_date} of {w.partitions} partitions up to date (0 runs), "
                      f"analytics {w.analytics.replace('_', ' ')}")

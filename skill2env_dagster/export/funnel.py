@@ -49,11 +49,14 @@ class SkillCounts(BaseModel):
     created: int = 0
     retained: int = Field(default=0, description="Tasks whose gate report (from their published folder) is retained.")
     rejected_by_reason: dict[str, int] = Field(default_factory=dict)
+    without_tasks: dict[str, str] = Field(default_factory=dict, description="Skill -> why it has no retained task "
+                                          "(no_checkable_rule and the plan's first refusal, or its rejections).")
 
     def __add__(self, other: SkillCounts) -> SkillCounts:
         rejected = Counter(self.rejected_by_reason) + Counter(other.rejected_by_reason)
         return SkillCounts(planned=self.planned + other.planned, created=self.created + other.created,
-                           retained=self.retained + other.retained, rejected_by_reason=dict(rejected))
+                           retained=self.retained + other.retained, rejected_by_reason=dict(rejected),
+                           without_tasks={**self.without_tasks, **other.without_tasks})
 
 
 class FailedPartition(BaseModel):
@@ -138,6 +141,10 @@ class Funnel(BaseModel):
     created: int = 0
     retained: int = 0
     rejected_by_reason: dict[str, int] = Field(default_factory=dict)
+    no_checkable_rule: int = Field(default=0, description="Planned skills no rule of which decides a task (offline).")
+    without_tasks: dict[str, str] = Field(default_factory=dict, description="Planned skill -> why it has no retained "
+                                          "task: no_checkable_rule with the first rule refused and why, or the "
+                                          "rejections of its candidates.")
     failed_partitions: list[FailedPartition] = Field(default_factory=list)
     failed_by_stage: dict[str, dict[str, int]] = Field(
         default_factory=dict, description="Stage -> reason -> skills whose last run of that stage failed.")
@@ -152,18 +159,34 @@ class Funnel(BaseModel):
     log_file: str = ""
 
 
+def _why_none(store: ArtifactStore, skill_id: str, rejected: dict[str, int]) -> str:
+    """Why a planned skill has no retained task, in one line."""
+    plans = store.load(PLANS, skill_id)
+    if plans.skipped_reason is not None:
+        why = plans.refusals[0] if plans.refusals else ""
+        return f"{plans.skipped_reason.value}: {why}".rstrip(": ")
+    if rejected:
+        return "rejected: " + ", ".join(f"{r} {n}" for r, n in sorted(rejected.items(), key=lambda x: -x[1]))
+    return "not created yet"
+
+
 def skill_counts(store: ArtifactStore, skill_id: str) -> SkillCounts:
     """One skill's stage counts from its artifacts (zero for a stage it never reached)."""
+    planned = store.exists(PLANS, skill_id)
     if not store.exists(TASKS, skill_id):
-        return SkillCounts(planned=int(store.exists(PLANS, skill_id)))
+        return SkillCounts(planned=int(planned),
+                           without_tasks={skill_id: _why_none(store, skill_id, {})} if planned else {})
     bundles = store.load(TASKS, skill_id)
     gates = store.load(GATES, skill_id) if store.exists(GATES, skill_id) else None
     verified = {n for n, r in gates.reports.items() if r.verdict is GateVerdict.RETAINED} if gates else set()
+    retained = sum(b.task_name in verified for b in bundles.bundles)
+    rejected = bundles.reason_histogram()
     return SkillCounts(
-        planned=int(store.exists(PLANS, skill_id)),
+        planned=int(planned),
         created=len(bundles.bundles),
-        retained=sum(b.task_name in verified for b in bundles.bundles),
-        rejected_by_reason=bundles.reason_histogram(),
+        retained=retained,
+        rejected_by_reason=rejected,
+        without_tasks={skill_id: _why_none(store, skill_id, rejected)} if planned and not retained else {},
     )
 
 
@@ -240,6 +263,9 @@ def crawl_funnel(skills: Iterable[SkillRecord], counts: SkillCounts) -> Funnel:
         created=counts.created,
         retained=counts.retained,
         rejected_by_reason=dict(Counter(counts.rejected_by_reason).most_common()),
+        no_checkable_rule=sum(why.startswith(ReasonCode.NO_CHECKABLE_RULE.value)
+                              for why in counts.without_tasks.values()),
+        without_tasks=dict(sorted(counts.without_tasks.items())),
     )
 
 

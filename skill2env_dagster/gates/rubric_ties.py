@@ -3,10 +3,11 @@ one of its rules (the predicates the skill's rules were compiled into), one of i
 deliverables. A bullet tied to none came from elsewhere in the skill ("Top products: rank by net units" on a
 register-repair task) and would have the judge score the agent on a rule the task never put in play.
 
-A bullet is tied when its recorded source (task.toml `rubric_sources`) is a rule's own line or a metric of the
-task, or when its text carries the rule: a token the rule is about, or most of the rule statement's content words
-(so a model-written rubric, whose sources say "llm", is checked by what it says). The same facts are read from a
-`TaskBlueprint` (generation time) or from the blueprint summary in task.toml `[metadata]` (rollout time).
+A bullet is tied when its recorded source (task.toml `rubric_sources`) is a rule's own line (any of its lines,
+when it is written over several: `blueprint_rule_lines`) or a metric of the task, or when its text carries the
+rule: a token the rule is about, or most of the rule statement's content words (so a model-written rubric, whose
+sources say "llm", is checked by what it says). The same facts are read from a `TaskBlueprint` (generation time)
+or from the blueprint summary in task.toml `[metadata]` (rollout time).
 """
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ class RulesInPlay:
 
     @classmethod
     def from_blueprint(cls, bp: TaskBlueprint) -> RulesInPlay:
-        rules = tuple(RuleInPlay(p.id, p.statement, p.source.label,
+        rules = tuple(RuleInPlay(p.id, p.statement, src,
                                  tuple(str(p.params[k]) for k in ("token", "replacement") if p.params.get(k)))
-                      for p in bp.predicates)
+                      for p in bp.predicates for src in [p.source.label, *p.lines()])
         return cls(rules, tuple(c.metric for c in bp.acceptance), tuple(bp.deliverables))
 
     @classmethod
@@ -70,12 +71,17 @@ class RulesInPlay:
         for item in meta.get("blueprint_rule_tokens") or []:
             rid, _, token = str(item).partition(": ")
             tokens.setdefault(rid, []).append(token)
+        more: dict[str, list[str]] = {}  # a rule's other lines (one limit per category, a quoted paragraph)
+        for item in meta.get("blueprint_rule_lines") or []:
+            rid, _, src = str(item).partition(" ")
+            more.setdefault(rid, []).append(src)
         rules = []
         for line in lines:
             m = _RULE_LINE.match(str(line))
             if m:
-                found = (*tokens.get(m.group(1), []), *_backticked(m.group(2)))
-                rules.append(RuleInPlay(m.group(1), m.group(2), m.group(3), tuple(t for t in found if t)))
+                found = tuple(t for t in (*tokens.get(m.group(1), []), *_backticked(m.group(2))) if t)
+                rules += [RuleInPlay(m.group(1), m.group(2), src, found)
+                          for src in [m.group(3), *more.get(m.group(1), [])]]
         return cls(tuple(rules), tuple(str(x) for x in meta.get("blueprint_metrics") or []),
                    tuple(str(x) for x in meta.get("blueprint_deliverables") or []))
 

@@ -53,4 +53,5 @@ class AxisSampleSet(BaseModel):
     skill_id: str
     bundle_digest: str
     global_seed: int
-    samples: list[AxisSample] = Field(min_length=1)
+    samples: list[AxisSample] = Field(default_factory=list, description="Empty when the plan has no workflow "
+                                      "(no_checkable_rule).")

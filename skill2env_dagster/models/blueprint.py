@@ -18,7 +18,7 @@ from skill2env_dagster.models.knowledge import SourceRef
 SCHEMA_VERSION = 1
 
 PredicateKind = Literal["limit", "forbid_token", "require_token", "replace_token", "format", "order", "coverage",
-                        "lookup", "sections", "default", "service", "deadline", "measure"]
+                        "lookup", "sections", "default", "service", "deadline", "measure", "command", "sqltype", "flag"]
 
 
 class _Model(BaseModel):
@@ -40,6 +40,13 @@ class Predicate(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
     exception: str = Field(default="", description="The skill's own exception clause, when it states one.")
     source: SourceRef
+
+
+    def lines(self) -> list[str]:
+        """Every skill line the rule is written on besides its source (`params["sources"]`: a rule quoted over a
+        paragraph, or one limit per category on lines of their own), as file:line labels."""
+        extra = self.params.get("sources") or []
+        return [str(s) for s in extra if str(s) != self.source.label]
 
 
 class Challenge(_Model):
@@ -118,6 +125,7 @@ class TaskBlueprint(_Model):
             "blueprint_effects": [c.effect for c in self.challenges],
             "blueprint_rules": [f"{p.id} {p.kind}: {p.statement[:120]} ({p.source.label})" for p in self.predicates],
             "blueprint_sources": [p.source.label for p in self.predicates],
+            "blueprint_rule_lines": [f"{p.id} {src}" for p in self.predicates for src in p.lines()],
             "blueprint_metrics": [c.metric for c in self.acceptance],
             "blueprint_deliverables": list(self.deliverables),
             "blueprint_rule_tokens": [f"{p.id}: {p.params[k]}" for p in self.predicates

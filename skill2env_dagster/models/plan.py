@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from skill2env_dagster.models.labels import Label
+from skill2env_dagster.reasons import ReasonCode
 
 SCHEMA_VERSION = 1
 
@@ -141,5 +142,16 @@ class WorkflowPlanSet(BaseModel):
     generator: Literal["offline", "llm"]
     model: str | None = None
     prompt_version: str
-    workflows: list[Workflow] = Field(min_length=1, max_length=8)
+    workflows: list[Workflow] = Field(max_length=8, description="Empty only with a skipped_reason (offline: no "
+                                      "rule of the skill decides a task).")
     usage: Usage = Field(default_factory=Usage)
+    skipped_reason: ReasonCode | None = Field(default=None, description="Why there is no workflow "
+                                              "(no_checkable_rule).")
+    refusals: list[str] = Field(default_factory=list, description="Rules of the skill no task is built on, each "
+                                "with its line and why (the offline planner's; at most a dozen).")
+
+    @model_validator(mode="after")
+    def _workflows_or_reason(self) -> WorkflowPlanSet:
+        if not self.workflows and self.skipped_reason is None:
+            raise ValueError("a plan without workflows must say why (skipped_reason)")
+        return self

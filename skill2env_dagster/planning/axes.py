@@ -93,13 +93,20 @@ def sample_variant(
     )
 
 
+MIN_SAMPLES = 4  # candidates per skill at least, whatever the number of its workflows
+
+
 def sample_axes(
     plans: WorkflowPlanSet, *, global_seed: int = 0, variants_per_workflow: int = 1,
     catalogue: AxisCatalogue | None = None, patterns: PatternPool | None = None,
 ) -> AxisSampleSet:
-    """One sample per (workflow, variant); complexity stratified and capability dimensions rotated per skill."""
+    """One sample per (workflow, variant); complexity stratified and capability dimensions rotated per skill. A
+    skill with few workflows gets more variants of each, so that it has at least MIN_SAMPLES candidates (a plan
+    that builds only on rules that decide a task often has one or two workflows)."""
     cat, pool = catalogue or load_axes(), patterns or load_patterns()
-    slots = [w for w in plans.workflows for _ in range(max(1, variants_per_workflow))]
+    n = len(plans.workflows)
+    per = max(1, variants_per_workflow, -(-MIN_SAMPLES // n) if n else 0)
+    slots = [w for w in plans.workflows for _ in range(per)]
     skill_rng = random.Random(derive_seed(plans.bundle_digest, "skill", global_seed))
     levels = stratified_levels(len(slots), {k: v.weight for k, v in cat.complexity.items()}, skill_rng)
     dims = list(CAPABILITIES)

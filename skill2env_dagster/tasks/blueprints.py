@@ -156,7 +156,8 @@ def plan_task(skill: SkillRecord, knowledge: SkillKnowledge, workflow: Workflow,
     """The blueprint and its design; raises NoShapeError (creator_contract_failed) when nothing can be built.
     `prefer` names a shape to try first (a hardening rebuild keeps its previous version's shape)."""
     text = SkillText(skill)
-    fams = families(compile_candidates(knowledge, skill.skill_file, list(text.docs.values())))
+    fams = families(compile_candidates(knowledge, skill.skill_file, list(text.docs.values()),
+                                       skill.name or skill.skill_id))
     pool = load_patterns()
     rng = random.Random(f"{seed}:blueprint")
     level = ("easy", "medium", "hard", "complex").index(sample.complexity)

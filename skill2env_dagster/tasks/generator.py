@@ -18,9 +18,10 @@ from skill2env_dagster.models.blueprint import TaskBlueprint
 from skill2env_dagster.models.knowledge import SkillKnowledge
 from skill2env_dagster.models.plan import Usage, Workflow, WorkflowFocus
 from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.tasks.blueprints import Planned, plan_task
 from skill2env_dagster.tasks.compose.context import method_context
-from skill2env_dagster.tasks.compose.instruction import check, compose, container_paths
+from skill2env_dagster.tasks.compose.instruction import InstructionError, check, compose, container_paths
 from skill2env_dagster.tasks.compose.rubric import complete
 from skill2env_dagster.tasks.compose.rubric_in_play import in_play
 from skill2env_dagster.tasks.grounding import Grounding, ground
@@ -149,9 +150,16 @@ class OfflineGenerator:
     def instruction(self, ctx: CreationContext) -> str:
         planned, s = self.plan(ctx), ctx.sample
         d = planned.design
-        slots = replace(d.slots, context=d.slots.context or method_context(planned.blueprint.predicates))
-        text = compose(slots, s.persona, s.tone, s.expertise, ctx.seed)
+        if d.slots.text:
+            text = d.slots.text
+        else:
+            slots = replace(d.slots, context=d.slots.context or method_context(planned.blueprint.predicates))
+            text = compose(slots, s.persona, s.tone, s.expertise, ctx.seed)
         skill_text = f"{ctx.skill.description or ''}\n{ctx.skill.body}"
+        unstated = [x for x in d.stated if " ".join(x.split()) not in text]
+        if unstated:
+            raise InstructionError(ReasonCode.CREATOR_CONTRACT_FAILED,
+                                   f"instruction: graded rules it does not state: {unstated}")
         return check(text, env_paths=container_paths(d.env_files, d.extra_dirs), outputs=d.slots.outputs,
                      skill_text=skill_text)
 

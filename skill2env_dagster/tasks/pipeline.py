@@ -320,7 +320,7 @@ def create_tasks_for_skill(store: ArtifactStore, skill: SkillRecord, plans: Work
         if report is not None:
             reports[bundle.task_name] = report
     if not result.bundles:
-        result.skipped_reason = ReasonCode.NOT_ELIGIBLE
+        result.skipped_reason = plans.skipped_reason or ReasonCode.NOT_ELIGIBLE
     result.usage = gen.total_usage()
     _raise_if_endpoint_failed(result)
     return result, reports

@@ -13,13 +13,14 @@ from dagster._core.loader import LoadingContextForTest
 from skill2env_dagster.artifacts import AXES, FAILURES, PLANS, SKILLS_PARTITION, SNAPSHOT
 from skill2env_dagster.assets.plans import build_plan_assets
 from skill2env_dagster.llm.prompts import PACKAGE_PROMPTS
+from skill2env_dagster.planning.axes import MIN_SAMPLES
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
 from skill2env_dagster.store import ArtifactStore
 from tests.support.fake_openai import FakeOpenAI, server_error
 from tests.unit.test_planning_llm import canned_plan
-from tests.unit.test_planning_offline import CSV_SKILL, GIT_SKILL, make_record
+from tests.unit.test_planning_offline import CSV_SKILL, TRANSFORM_SKILL, make_record
 
 pytestmark = pytest.mark.dagster
 KEYS = ["t__invoice-check", "t__changelog-writer", "t__screened"]
@@ -28,7 +29,7 @@ KEYS = ["t__invoice-check", "t__changelog-writer", "t__screened"]
 @pytest.fixture()
 def env(tmp_path):
     store = ArtifactStore(tmp_path / "artifacts")
-    for key, text in zip(KEYS, [CSV_SKILL, GIT_SKILL, GIT_SKILL], strict=False):
+    for key, text in zip(KEYS, [CSV_SKILL, TRANSFORM_SKILL, TRANSFORM_SKILL], strict=False):
         folder = tmp_path / "skills" / key
         folder.mkdir(parents=True)
         (folder / "SKILL.md").write_text(text)
@@ -58,7 +59,8 @@ def test_offline_plans_and_axes(env):
     assert meta["generator"] == "offline" and meta["llm_calls"] == 0 and meta["cost_usd"] == 0
     plans = store.load(PLANS, KEYS[0])
     samples = store.load(AXES, KEYS[0])
-    assert plans.generator == "offline" and len(samples.samples) == len(plans.workflows)
+    assert plans.generator == "offline" and {s.workflow for s in samples.samples} == {w.name for w in plans.workflows}
+    assert len(samples.samples) >= MIN_SAMPLES  # a plan with one workflow still gives several candidates
     again = _run(assets, KEYS[0], instance, artifacts, LLMResource())
     assert store.load(AXES, KEYS[0]) == samples  # reproducible across runs
     assert _meta(again, "workflow_plans")["workflow_names"] == meta["workflow_names"]

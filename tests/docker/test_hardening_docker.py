@@ -16,6 +16,7 @@ import pytest
 
 from skill2env_dagster.artifacts import AXES, GATES, HARDENING, PLANS, ROLLOUTS, SKILLS_PARTITION, SNAPSHOT, TASKS
 from skill2env_dagster.assets import rollouts as rollout_assets
+from skill2env_dagster.catalogue import load_patterns
 from skill2env_dagster.cli.runner.tasks_dir import mirror_tasks
 from skill2env_dagster.export import export_corpus, load_inputs
 from skill2env_dagster.export.funnel import retained_paths
@@ -25,7 +26,7 @@ from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.export import ExportManifest
 from skill2env_dagster.models.task import TaskGateReports
 from skill2env_dagster.models.task_toml import TaskToml
-from skill2env_dagster.resources.docker import DockerResource, GateConfig
+from skill2env_dagster.resources.docker import DockerResource
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.rollouts import RolloutsResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
@@ -49,10 +50,13 @@ def test_a_hardening_round_makes_the_task_harder(docker_client, examples_dir, tm
     store = ArtifactStore(tmp_path / "artifacts")
     skill = skill_from_dir(examples_dir / "log-triage-awk")
     key = skill.skill_id
-    plans, axes = plans_and_axes(skill, ["run_audit"])
+    plans, axes = plans_and_axes(skill, ["deadline_audit"], "easy")
+    # A first version whose sampled pattern plants nothing new, so the round's split sources bite.
+    boundary = sorted(load_patterns().with_effect("boundary"), key=lambda p: p.id)[0]
+    axes = axes.model_copy(update={"samples": [axes.samples[0].model_copy(update={
+        "difficulty_pattern": boundary.id, "capability_dimension": boundary.dimension})]})
     created, reports = create_tasks_for_skill(store, skill, plans, axes, OfflineGenerator(),
-                                        # battery off: run_audit predates it (issue 25 replaces the shape)
-                                        lambda p: gate_task(p, GateSettings(run_id=RUN_ID, blind_baselines=False)),
+                                        lambda p: gate_task(p, GateSettings(run_id=RUN_ID)),
                                         load_base_images(),
                                         CreationSettings(max_variants=1))
     gates = TaskGateReports(skill_id=key, reports=reports)
@@ -66,7 +70,7 @@ def test_a_hardening_round_makes_the_task_harder(docker_client, examples_dir, tm
     agent = replay(script)
     with FakeOpenAI(lambda body: agent(body) if body.get("tools") else outcome_judge_reply(body)) as srv:
         resources = {"artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-                     "docker": DockerResource(gates=GateConfig(blind_baselines=False)),  # run_audit predates it
+                     "docker": DockerResource(),
                      "llm": LLMResource(base_url=srv.base_url, model="replay", cache_dir="", max_retries=1),
                      "rollouts": RolloutsResource(settings_file=str(tmp_path / "rollouts.yaml"))}
         assets = [rollout_assets.solver_rollouts, rollout_assets.task_hardening]

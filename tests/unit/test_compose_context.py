@@ -92,13 +92,9 @@ def test_generated_sentences_take_the_article_of_their_noun():
     assert role("data_analyst") == "putting together the numbers"
 
 
-def test_the_format_rule_sentence_takes_the_article_of_its_column():
-    from skill2env_dagster.models.blueprint import Predicate
-    from skill2env_dagster.models.knowledge import SourceRef
-    from skill2env_dagster.tasks.shapes.entry_transforms import _fix_semantics
-    from skill2env_dagster.tasks.worlds.entries import EntryWorld
+def test_the_article_follows_the_noun():
+    from skill2env_dagster.tasks.compose.grammar import with_article
 
-    pred = Predicate(id="R1", kind="format", subject="dates", statement="Dates are ISO 8601.",
-                     params={"convention": "iso_date"}, source=SourceRef(file="SKILL.md", line=1, quote="ISO"))
-    world = EntryWorld(preds=[pred], fields={"R1": "ordered_at_text"}, exempt={}, entries=[], scoped=False)
-    assert _fix_semantics(world)[0].startswith("For R1, an ordered_at_text value that is not in ")
+    assert [with_article(n) for n in ("analyte", "key", "update", "user", "unit", "interview", "URL")] == [
+        "an analyte", "a key", "an update", "a user", "a unit", "an interview", "a URL"]
+

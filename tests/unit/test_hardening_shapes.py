@@ -15,8 +15,9 @@ from tests.unit.task_helpers import plans_and_axes, skill_from_dir
 from tests.unit.task_localrun import build_world, mean, three_trials, trial
 
 PINS = {"python": "p@sha256:" + "0" * 64, "minimal": "m@sha256:" + "0" * 64}
-BITING = [("log-triage-awk", "run_audit"), ("csv-dedupe", "run_resume"), ("csv-dedupe", "entry_audit"),
-          ("csv-dedupe", "token_scanner"), ("csv-dedupe", "table_cases"), ("sql-formatter-gpl", "checklist_audit")]
+# The shapes whose hardening changes what a solution must read (a record's category moved to a file of its own):
+# a complete reference solution of the first version cannot bite on a world that only holds more of the same.
+BITING = [("log-triage-awk", "deadline_audit")]
 
 
 def _plan(skill, plans, sample, name, shape=None):
@@ -28,6 +29,10 @@ def _plan(skill, plans, sample, name, shape=None):
 def test_one_round_defeats_the_previous_solution(examples_dir, tmp_path, skill_name, shape):
     skill = skill_from_dir(examples_dir / skill_name)
     plans, axes = plans_and_axes(skill, [shape], "easy")
+    # A first version whose sampled pattern plants nothing new (boundary cases are in every world of the shape).
+    boundary = sorted(load_patterns().with_effect("boundary"), key=lambda p: p.id)[0]
+    axes = axes.model_copy(update={"samples": [axes.samples[0].model_copy(update={
+        "difficulty_pattern": boundary.id, "capability_dimension": boundary.dimension})]})
     first = _plan(skill, plans, axes.samples[0], "t")
     effects = {c.effect for c in first.blueprint.challenges}
     realisable = next(s for s in SHAPES if s.name == first.design.shape).effects

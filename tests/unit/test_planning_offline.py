@@ -12,6 +12,7 @@ import yaml
 from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.skill import FileEntry, SkillRecord
 from skill2env_dagster.planning import extract_facts, plan_offline
+from skill2env_dagster.reasons import ReasonCode
 
 
 def make_record(folder: Path, skill_id: str | None = None, **over) -> SkillRecord:
@@ -51,15 +52,22 @@ Never match an invoice twice.
 
 ```bash
 python scripts/reconcile.py --invoices assets/invoices.csv --tolerance 0.01
-sqlite3 ledger.db ".import assets/invoices.csv invoices"
 ```
 
 | status | meaning |
 |---|---|
 | matched | invoice equals a PO |
+
+## Supplier disputes
+
+### Standard supplier
+Respond to a dispute within 5 business days.
+
+### Strategic supplier
+Respond to a dispute within 2 business days.
 """
 
-GIT_SKILL = """---
+TRANSFORM_SKILL = """---
 name: changelog-writer
 description: Write release notes from git history.
 ---
@@ -70,10 +78,9 @@ Always group feat, fix and chore separately. Do not include merge commits in the
 
 ```sh
 git log --oneline v1.0..HEAD
-git tag -l
 ```
 
-See references/style.md for the house style.
+Send the notes to the release channel within 2 hours.
 """
 
 
@@ -81,62 +88,56 @@ See references/style.md for the house style.
 def two_skills(tmp_path):
     a = tmp_path / "invoice-check"
     (a / "assets").mkdir(parents=True)
-    (a / "scripts").mkdir()
     (a / "SKILL.md").write_text(CSV_SKILL)
     (a / "assets" / "invoices.csv").write_text("invoice_id,supplier,amount_eur,po_number\n1,ACME,10.00,PO-1\n")
-    (a / "scripts" / "reconcile.py").write_text("import argparse\ndef reconcile(rows):\n    return rows\n"
-                                               "p = argparse.ArgumentParser()\np.add_argument('--tolerance')\n")
     b = tmp_path / "changelog-writer"
-    (b / "references").mkdir(parents=True)
-    (b / "SKILL.md").write_text(GIT_SKILL)
-    (b / "references" / "style.md").write_text("# House style\nUse past tense.\n")
+    b.mkdir()
+    (b / "SKILL.md").write_text(TRANSFORM_SKILL)
     return make_record(a), make_record(b)
 
 
 def test_facts_come_from_the_skill(two_skills):
     facts = extract_facts(two_skills[0])
     assert facts.csv_headers == {"assets/invoices.csv": ["invoice_id", "supplier", "amount_eur", "po_number"]}
-    assert "python" in facts.tools and "sqlite3" in facts.tools
-    assert facts.script_functions["scripts/reconcile.py"] == ["reconcile", "--tolerance"]
     assert facts.tables == [["status", "meaning"]]
     assert any("0.01 EUR" in r for r in facts.rules)
-    assert "Matching invoices to purchase orders" in facts.sections
 
 
-def test_offline_plan_is_skill_specific_and_grounded(two_skills):
+def test_a_workflow_exists_only_where_a_rule_decides_the_task(two_skills):
+    """The deadlines per supplier kind decide a task; the grouping and tolerance rules do not (no family takes
+    them), and the changelog skill's one unconditional limit is refused with why."""
     a, b = (plan_offline(s, prompt_version="v1") for s in two_skills)
-    for plan, skill in ((a, two_skills[0]), (b, two_skills[1])):
-        assert plan.generator == "offline" and plan.model is None
-        assert [w.rank for w in plan.workflows] == list(range(1, len(plan.workflows) + 1))
-        assert len({w.name for w in plan.workflows}) == len(plan.workflows) <= 8
-        real = {f.rel_path for f in skill.files}
-        cited = [s for w in plan.workflows for r in w.assets for s in r.sources]
-        assert cited and all(s.path in real and s.revision == skill.bundle_digest for s in cited)
+    assert a.generator == "offline" and a.model is None and a.skipped_reason is None
+    (w,) = a.workflows
+    assert w.name == "dispute-response-limits" and w.rank == 1
+    assert w.focus is not None and w.focus.family == "deadlines" and w.focus.source == "SKILL.md:22"
+    assert "Standard supplier 5 business days" in w.summary and "Strategic supplier 2 business days" in w.summary
+    assert [s.path for r in w.assets for s in r.sources] == ["SKILL.md"]
+    assert all(s.revision == two_skills[0].bundle_digest for r in w.assets for s in r.sources)
+    assert b.workflows == [] and b.skipped_reason is ReasonCode.NO_CHECKABLE_RULE
+    assert b.refusals == ["SKILL.md:14: a single limit with no condition or start event: the answer is one "
+                          "subtraction"]
+    for plan in (a, b):
         WorkflowPlanSet.model_validate_json(plan.model_dump_json())
-    names_a, names_b = {w.name for w in a.workflows}, {w.name for w in b.workflows}
-    assert {"repair-reconcile", "query-invoices"} <= names_a
-    assert {"operate-git", "audit-against-style"} <= names_b
-    assert not names_a & names_b
-    text_a = a.model_dump_json()
-    assert "amount_eur" in text_a and "scripts/reconcile.py" in text_a and "git log" not in text_a
 
 
 def test_offline_plan_is_deterministic(two_skills):
     assert plan_offline(two_skills[0], prompt_version="v") == plan_offline(two_skills[0], prompt_version="v")
 
 
-def test_ranks_follow_criteria(two_skills):
-    plan = plan_offline(two_skills[0], prompt_version="v")
-    totals = [w.criteria.total() for w in plan.workflows]
-    assert totals == sorted(totals, reverse=True)
-
-
-def test_minimal_skill_still_gets_a_plan(tmp_path):
+def test_a_skill_without_rules_says_what_it_states(tmp_path):
     d = tmp_path / "tiny"
     d.mkdir()
-    (d / "SKILL.md").write_text("---\nname: tiny\ndescription: x\n---\nShort.\n")
+    (d / "SKILL.md").write_text("---\nname: tiny\ndescription: x\n---\nAlways be kind. Never rush a review.\n")
     plan = plan_offline(make_record(d), prompt_version="v")
-    assert len(plan.workflows) >= 1 and plan.workflows[0].name == "review-tiny-practice"
+    assert plan.workflows == [] and plan.skipped_reason is ReasonCode.NO_CHECKABLE_RULE
+    assert plan.refusals and plan.refusals[0].startswith("it states 2 rules")
+
+
+def test_a_plan_without_workflows_must_say_why(two_skills):
+    plan = plan_offline(two_skills[0], prompt_version="v")
+    with pytest.raises(ValueError, match="must say why"):
+        WorkflowPlanSet.model_validate({**plan.model_dump(), "workflows": [], "skipped_reason": None})
 
 
 def test_injection_in_skill_does_not_change_offline_schema(tmp_path):
@@ -158,14 +159,18 @@ def test_ineligible_skills_are_flagged(two_skills):
 
 
 @pytest.mark.corpus
-def test_corpus_plans_are_valid_distinct_and_grounded(corpus_dir):
+def test_corpus_plans_are_valid_and_grounded_or_say_why_not(corpus_dir):
     plans = []
     for md in sorted(corpus_dir.rglob("SKILL.md")):
         skill = make_record(md.parent, skill_id=f"s{len(plans)}")
         plan = plan_offline(skill, prompt_version="v")
         real = {f.rel_path for f in skill.files}
         assert all(s.path in real for w in plan.workflows for a in w.assets for s in a.sources)
+        assert all(w.focus is not None for w in plan.workflows)
+        assert plan.workflows or (plan.skipped_reason is ReasonCode.NO_CHECKABLE_RULE and plan.refusals)
         plans.append(plan)
     assert len(plans) >= 100
-    signatures = {tuple((w.name, w.summary) for w in p.workflows) for p in plans}
-    assert len(signatures) == len(plans)  # no two skills share a plan
+    with_tasks = [p for p in plans if p.workflows]
+    assert len(with_tasks) >= 6  # the families take per-category deadlines, skill-folder limits, local APIs
+    signatures = {tuple((w.name, w.summary) for w in p.workflows) for p in with_tasks}
+    assert len(signatures) == len(with_tasks)  # no two skills share a plan

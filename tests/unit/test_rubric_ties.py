@@ -96,7 +96,8 @@ def example_tasks(examples_dir):
 
 
 def test_every_generated_rubric_bullet_names_a_rule_in_play(example_tasks):
-    assert len({name.split("--")[0] for name, *_ in example_tasks}) >= 8 and len(example_tasks) >= 30
+    # The offline generator builds tasks only where a rule decides them (issue 25): four example skills today.
+    assert len({name.split("--")[0] for name, *_ in example_tasks}) >= 4 and len(example_tasks) >= 12
     stray = [(name, t.id, t.source, t.text) for name, rubric, sources, bp in example_tasks
              for t in off_task(rubric_ties(rubric, sources, RulesInPlay.from_blueprint(bp)))]
     assert stray == []

@@ -1,7 +1,9 @@
-"""The blueprint-based offline generator, shape by shape, on the host (no Docker): every shape realises its own
-archetype/verifier combination from a skill's rules; the Oracle scores 1, the no-op 0, the naive wrong.sh below 1;
-every creator-authored cheat stays at or below 0.5 and every destructive mutant of the Oracle's outputs costs at
-least one metric — at the easiest and the hardest level."""
+"""The offline generator on the host (no Docker): a task only where a rule of the skill decides it, in an artifact
+of the kind the skill works on. Every file-world task of the example skills, at the easiest and the hardest level:
+the Oracle scores 1, the no-op 0, the naive wrong.sh below 1; every creator cheat and every skill-blind baseline
+stays below 0.5 (the baselines on every metric); destructive mutants cost a metric; the instruction states every
+rule and convention the verifier grades; the rubric keeps the skill's polarity; the task grades its workflow's
+rule."""
 
 from __future__ import annotations
 
@@ -9,82 +11,82 @@ import ast
 import importlib.util
 import json
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from skill2env_dagster.gates.rubric import rubric_problems
+from skill2env_dagster.gates.rubric import rubric_bullets, rubric_problems
 from skill2env_dagster.gates.services import COMPOSE_FILE, parse_services
+from skill2env_dagster.knowledge.source import plain
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.tasks.blueprints import NoShapeError
 from skill2env_dagster.tasks.generator import OfflineGenerator, make_context
-from skill2env_dagster.tasks.pipeline import task_config, task_name
+from skill2env_dagster.tasks.pipeline import task_config, task_name, workflow_sources
 from skill2env_dagster.tasks.standins import http_stub
 from skill2env_dagster.tasks.standins.http_stub import JOURNAL
-from tests.unit.task_helpers import SHAPE_NAMES, plans_and_axes, skill_from_dir, vague_skill
-from tests.unit.task_localrun import cheat_trials, mean, mutant_trials, three_trials
+from tests.unit.task_helpers import plans_and_axes, skill_from_dir, vague_skill
+from tests.unit.task_localrun import baseline_trials, cheat_trials, mean, mutant_trials, three_trials
 
 PINS = {"minimal": "127.0.0.1:5000/s2e-minimal@sha256:" + "a" * 64,
         "python": "127.0.0.1:5000/s2e-python@sha256:" + "b" * 64}
 CHEAT_LIMIT = 0.5
+BLIND_LIMIT = 0.5
+# Skills of our own for the families no example skill has: a guard's blocked commands, forbidden column types, and
+# a bookkeeping skill's review flags.
+FIXTURE_SKILLS = {
+    "cluster-guard": """---
+name: cluster-guard
+description: Guard an agent's kubectl use on shared clusters.
+---
+# Cluster guard
 
-HOUSE_STYLE = textwrap.dedent("""\
-    ---
-    name: release-hygiene
-    description: House rules for release records, change logs and hand-over notes of the platform team.
-    ---
-    # Release hygiene
+## What the hook blocks
+- `kubectl delete` (every resource kind)
+- `kubectl drain`
+- `kubectl scale --replicas=0`
+- `kubectl rollout undo`
+""",
+    "schema-style": """---
+name: schema-style
+description: Column type rules for our warehouse schemas.
+---
+# Schema style
 
-    ## Rules
-    - Keep summary lines under 60 characters, except hotfix entries.
-    - Never use `--force` in a deploy command.
-    - Use `deploy_v2` instead of `deploy_v1`.
-    - Release names must be kebab-case.
-    - Release dates are ISO 8601 (YYYY-MM-DD).
+### Forbidden column types
+- DO NOT use `float`; DO use `numeric` instead.
+- DO NOT use `varchar(n)`; DO use `text` instead.
+- DO NOT use `timestamp` (without time zone); DO use `timestamptz` instead.
+""",
+    "expense-review": """---
+name: expense-review
+description: Review a month of company card expenses before they are booked.
+---
+# Expense review
 
-    ## Release procedure
-    1. Freeze the branch and announce the window.
-    2. Run the smoke tests on staging.
-    3. Tag the release commit.
-    4. Update the status page if the outage is visible.
-    5. Deploy to production.
-    6. Verify the dashboards after the rollout.
-
-    ## Severity levels
-    | Level | Signal words | Response |
-    |---|---|---|
-    | SEV1 | outage, breach, dataloss | page the on-call lead |
-    | SEV2 | degraded, latency, timeout | open an incident channel |
-    | SEV3 | cosmetic, typo, layout | file a ticket |
-
-    ## Hand-over note
-    ```markdown
-    # Hand-over: [service]
-    ## Summary
-    ## Open incidents
-    ## Risks
-    ## Next steps
-    ```
-
-    ## Pre-release checklist
-    - [ ] Changelog entry written
-    - [ ] Rollback plan attached
-    - [ ] Owner on call named
-    - [ ] Feature flags reviewed
-
-    ## Pitfalls
-    - Don't tag before the smoke tests pass.
-    - Never deploy on Fridays without a rollback plan.
-    """)
+## Flag for review
+- **Split purchases** — same vendor, same amount, within 2 days
+- **Missing approvals** — expenses above $500 with no approver
+- **Unassigned expenses** — card lines with no category
+""",
+}
+# (skill, shape): per-severity acknowledgement limits on a pager export; one limit counted from a named start event
+# on an invoice export; a skill linter's rules on a repository of skill folders (example skills); then the three
+# skills above.
+FILE_TASKS = [("log-triage-awk", "deadline_audit"), ("invoice-reconciliation", "deadline_audit"),
+              ("skill-linter", "skill_folder_audit"), ("cluster-guard", "command_guard_audit"),
+              ("schema-style", "sql_type_audit"), ("expense-review", "ledger_flags")]
 
 
 @pytest.fixture(scope="module")
-def skill(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("skills") / "release-hygiene"
-    folder.mkdir()
-    (folder / "SKILL.md").write_text(HOUSE_STYLE)
-    return skill_from_dir(folder)
+def skills_dir(examples_dir, tmp_path_factory):
+    """The example skills and the fixture skills above, side by side."""
+    root = tmp_path_factory.mktemp("skills")
+    for name, text in FIXTURE_SKILLS.items():
+        (root / name).mkdir()
+        (root / name / "SKILL.md").write_text(text)
+    for name in ("log-triage-awk", "invoice-reconciliation", "skill-linter"):
+        (root / name).symlink_to(examples_dir / name)
+    return root
 
 
 def _planned(skill, shape: str, complexity: str):
@@ -102,20 +104,16 @@ def _bash_ok(text: str, tmp_path, name: str) -> None:
     assert subprocess.run(["bash", "-n", str(p)]).returncode == 0, name
 
 
-# The stub-service shape needs its server on a fixed port and a skill that documents a local API: it is checked
-# below for what the host can check, and its rewards in Docker (tests/docker/test_task_pipeline.py).
-FILE_SHAPES = [n for n in SHAPE_NAMES if n != "service_sync"]
-
-
 @pytest.mark.parametrize("complexity", ["easy", "complex"])
-@pytest.mark.parametrize("shape", FILE_SHAPES)
-def test_every_shape_is_honest_on_the_host(skill, shape, complexity, tmp_path):
+@pytest.mark.parametrize(("skill_name", "shape"), FILE_TASKS)
+def test_every_file_task_is_honest_on_the_host(skills_dir, skill_name, shape, complexity, tmp_path):
+    skill = skill_from_dir(skills_dir / skill_name)
     gen, ctx, planned = _planned(skill, shape, complexity)
     bp, d = planned.blueprint, planned.design
     assert d.shape == shape and bp.axes.fallback_reason == "", bp.axes.fallback_reason
-    assert all(p.source.file == "SKILL.md" and p.source.quote in HOUSE_STYLE for p in bp.predicates)
     text = gen.instruction(ctx)
     assert 2 <= len([p for p in text.split("\n\n") if p.strip()]) <= 3
+    assert d.stated and all(" ".join(x.split()) in text for x in d.stated)
     assert rubric_problems(gen.rubric(ctx)) == []
     for name, script in {"solve.sh": d.solve, "wrong.sh": d.wrong or "", "test.sh": d.tests()["test.sh"],
                          **d.cheats}.items():
@@ -127,9 +125,46 @@ def test_every_shape_is_honest_on_the_host(skill, shape, complexity, tmp_path):
     assert wrong and not all(v == 1 for v in wrong.values()), wrong
     for cheat, metrics in cheat_trials(d, tmp_path / "c").items():
         assert mean(metrics) <= CHEAT_LIMIT, (cheat, metrics)
-    if complexity == "complex":  # the hardest world has every effect the shape can realise
-        for mutant, metrics in mutant_trials(d, tmp_path / "m").items():
-            assert any(metrics.get(k, 0) < oracle[k] for k in oracle), (mutant, metrics)
+    for baseline, metrics in baseline_trials(d, tmp_path / "b").items():
+        assert all(v < BLIND_LIMIT for v in metrics.values()), (baseline, metrics)
+    for mutant, metrics in mutant_trials(d, tmp_path / "m").items():
+        assert any(metrics.get(k, 0) < oracle[k] for k in oracle), (mutant, metrics)
+
+
+@pytest.mark.parametrize(("skill_name", "shape"), FILE_TASKS)
+def test_the_instruction_quotes_each_graded_rule_and_the_task_grades_its_workflows(skills_dir, skill_name, shape):
+    """Requirement 2 and 4 of issue 25: every rule the verifier grades is stated, quoted from the skill's own line,
+    and the rules graded include the line the workflow was planned on."""
+    skill = skill_from_dir(skills_dir / skill_name)
+    gen, ctx, planned = _planned(skill, shape, "medium")
+    text = gen.instruction(ctx)
+    lines = (skills_dir / skill_name / "SKILL.md").read_text().splitlines()
+    for p in planned.blueprint.predicates:
+        for label in (p.source.label, *p.lines()):
+            file, line = label.rsplit(":", 1)
+            assert file == "SKILL.md" and lines[int(line) - 1].strip()
+    params = planned.blueprint.predicates[0].params
+    rules = [*params.get("deadlines", []), *params.get("rules", []), *params.get("types", []),
+             *params.get("flags", [])]
+    for r in rules:  # quoted in the instruction, and what the skill's own line says
+        assert f"“{r['sentence'].rstrip('.:')}" in text, r["sentence"]
+        assert r["sentence"][:20] in plain(lines[r["line"] - 1]), (r["sentence"], lines[r["line"] - 1])
+    for x in params.get("patterns", []):  # a guard's patterns: quoted from their lines
+        assert x["text"] in text and f"`{x['text']}`" in lines[x["line"] - 1]
+    assert rules or params.get("patterns")
+    assert ctx.workflow.focus is not None
+    assert workflow_sources(ctx.workflow, True)[0] in planned.blueprint.summary()["blueprint_sources"]
+
+
+@pytest.mark.parametrize(("skill_name", "shape"), FILE_TASKS)
+def test_the_rubric_keeps_the_skills_polarity(skills_dir, skill_name, shape):
+    skill = skill_from_dir(skills_dir / skill_name)
+    gen, ctx, _ = _planned(skill, shape, "hard")
+    bullets = rubric_bullets(gen.rubric(ctx))
+    assert not any(b.startswith("Avoid this:") or b.startswith("As the ") for bs in bullets.values() for b in bs)
+    sources = gen.metadata(ctx)["rubric_sources"]
+    assert all(sources[f"must-do-{i}"].startswith("metric:") for i in range(1, len(bullets["must-do"]) + 1))
+    assert all(":" in sources[f"must-avoid-{i}"] for i in range(1, len(bullets["must-avoid"]) + 1))
 
 
 @pytest.mark.parametrize("complexity", ["easy", "complex"])
@@ -170,46 +205,47 @@ def test_service_shape_keeps_the_skills_documented_api(examples_dir, complexity,
     ast.parse(d.tests()["check.py"])
 
 
-def test_skill_without_a_local_api_gets_no_service_task(skill):
-    plans, _ = plans_and_axes(skill)
-    assert all(w.focus is None or w.focus.family != "service" for w in plans.workflows)
-
-
-def test_levels_add_required_steps(skill):
-    steps = [_planned(skill, "entry_audit", c)[2].blueprint.complexity.required_steps
+def test_levels_add_items(examples_dir):
+    skill = skill_from_dir(examples_dir / "log-triage-awk")
+    items = [_planned(skill, "deadline_audit", c)[2].blueprint.complexity.items
              for c in ("easy", "medium", "hard", "complex")]
-    assert steps == sorted(steps) and steps[0] < steps[-1]
+    assert items == sorted(items) and items[0] < items[-1]
 
 
-def test_deterministic(skill):
-    (_, _, a), (_, _, b) = _planned(skill, "run_audit", "hard"), _planned(skill, "run_audit", "hard")
+def test_deterministic(examples_dir):
+    skill = skill_from_dir(examples_dir / "log-triage-awk")
+    (_, _, a), (_, _, b) = _planned(skill, "deadline_audit", "hard"), _planned(skill, "deadline_audit", "hard")
     assert a.design.env_files == b.design.env_files and a.design.tests() == b.design.tests()
     assert a.blueprint == b.blueprint
 
 
-def test_unrealisable_combination_records_its_fallback(skill):
+def test_unrealisable_combination_records_its_fallback(examples_dir):
+    skill = skill_from_dir(examples_dir / "log-triage-awk")
     plans, axes = plans_and_axes(skill)
     s = axes.samples[0].model_copy(update={"archetype": "service_runtime", "fallbacks": [],
                                            "primary_verifier_pattern": "behavioral_simulation"})
     wf = next(w for w in plans.workflows if w.name == s.workflow)
-    planned = OfflineGenerator().plan(make_context(skill, wf, s, PINS, "t"))
+    planned = OfflineGenerator().plan(make_context(skill, wf, s, PINS, "t", focus=wf.focus))
     assert planned.blueprint.axes.sampled_archetype == "service_runtime"
     assert planned.blueprint.axes.fallback_reason and planned.design.archetype != "service_runtime"
 
 
-def test_blueprint_lands_in_task_metadata(skill):
-    gen, ctx, _ = _planned(skill, "table_cases", "medium")
+def test_blueprint_lands_in_task_metadata(examples_dir):
+    skill = skill_from_dir(examples_dir / "log-triage-awk")
+    gen, ctx, _ = _planned(skill, "deadline_audit", "medium")
     meta = task_config(ctx, gen.environment(ctx), gen).metadata
-    assert meta["blueprint_shape"] == "table_cases" and meta["blueprint_rules"][0].startswith("R1 lookup")
+    assert meta["blueprint_shape"] == "deadline_audit" and meta["blueprint_rules"][0].startswith("R1 deadline")
+    assert meta["workflow_sources"] == [ctx.workflow.focus.source] and meta["blueprint_rule_lines"]
     assert set(meta["rubric_sources"]) >= {"must-do-1", "must-avoid-1", "best-practice-1"}
 
 
-def test_skill_without_checkable_rules_gets_a_reason(tmp_path):
+def test_skill_without_checkable_rules_gets_no_plan_and_no_task(tmp_path, examples_dir):
     skill = vague_skill(tmp_path)
     plans, axes = plans_and_axes(skill)
-    wf = plans.workflows[0]
-    with pytest.raises(NoShapeError) as e:
-        OfflineGenerator().plan(make_context(skill, wf, axes.samples[0], PINS, "t"))
+    assert plans.workflows == [] and axes.samples == [] and plans.skipped_reason is ReasonCode.NO_CHECKABLE_RULE
+    other, other_axes = plans_and_axes(skill_from_dir(examples_dir / "log-triage-awk"))
+    with pytest.raises(NoShapeError) as e:  # a workflow from elsewhere finds no rule of this skill either
+        OfflineGenerator().plan(make_context(skill, other.workflows[0], other_axes.samples[0], PINS, "t"))
     assert e.value.reason is ReasonCode.NO_CHECKABLE_RULE
 
 

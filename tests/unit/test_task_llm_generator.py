@@ -284,9 +284,11 @@ def test_tests_that_grade_other_metrics_than_the_blueprint_break_the_contract(sk
     assert "totals_exact" in b.evidence[0] and "RubricReply" not in responder.calls
 
 
-def test_a_skill_without_extracted_lines_gets_no_checkable_rule(tmp_path):
+def test_a_skill_without_extracted_lines_gets_no_checkable_rule(tmp_path, examples_dir):
     skill = vague_skill(tmp_path)
-    plans, axes = plans_and_axes(skill)
+    # The offline planner gives a vague skill no workflow at all; the model's path is given one to try.
+    plans, axes = plans_and_axes(skill_from_dir(examples_dir / "log-triage-awk"))
+    plans = plans.model_copy(update={"skill_id": skill.skill_id, "bundle_digest": skill.bundle_digest})
     responder = StepResponder()
     b, _ = _create(skill, plans, axes.model_copy(update={"samples": axes.samples[:1]}), tmp_path, responder)
     assert b.status == "rejected" and b.reasons == [ReasonCode.NO_CHECKABLE_RULE] and responder.calls == []

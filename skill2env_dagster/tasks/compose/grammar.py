@@ -39,9 +39,11 @@ _DANGLING_HYPHEN = re.compile(r"(?<=\w)-(?=[\s,;.]|$)")
 
 
 def with_article(noun: str) -> str:
-    """`a`/`an` by the noun's first letter ("an analyte", "a key"): column names from skills are any words, and a
-    fixed "a {noun}" wrote "a analyte". By letter, not sound: "u" is left out because unit, user and URL take "a"."""
-    return ("an " if noun[:1].lower() in "aeio" else "a ") + noun
+    """`a`/`an` by the noun's first letters ("an analyte", "a key", "an update"): column names from skills are any
+    words, and a fixed "a {noun}" wrote "a analyte". A "u" takes "a" where it sounds like "you" (unit, user, URL)."""
+    low = noun.lower()
+    vowel = low[:1] in "aeio" or (low[:1] == "u" and not low.startswith(("uni", "use", "usa", "usu", "uti", "ur")))
+    return ("an " if vowel else "a ") + noun
 
 
 def noun_phrase_problem(phrase: str, source: str = "") -> str:

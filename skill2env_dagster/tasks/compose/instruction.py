@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from skill2env_dagster.reasons import ReasonCode, Skill2EnvError
 from skill2env_dagster.tasks.compose.grammar import salad, with_article
 
-MAX_WORDS = 280
+MAX_WORDS = 420  # room to state every rule the verifier grades, with its conditions (issue 25)
 COPY_RUN = 8  # this many consecutive words shared with the skill's prose is a paste, not a paraphrase
 _ROLE = {
     "software_engineer": "on the engineering team", "platform_engineer": "looking after the platform",
@@ -50,6 +50,7 @@ class Slots:
     example: str = ""  # one output line, for the example-driven tone
     outputs: list[str] = field(default_factory=list)  # declared output paths (may not exist before solving)
     context: str = ""  # the skill's method in a few of its own words (see compose/context.py)
+    text: str = ""  # a finished instruction (compose/request.py) that replaces the composition from the slots
 
 
 def join_words(items: list[str]) -> str:
@@ -96,8 +97,9 @@ def compose(s: Slots, persona: str, tone: str, expertise: str, seed: int) -> str
 
 
 def copy_words(text: str) -> list[str]:
-    """The words the copy check compares (code spans left out; 'YYYY-MM-DD' is three words)."""
-    return re.findall(r"[a-z0-9']+", re.sub(r"`[^`]*`", " ", text.lower()))
+    """The words the copy check compares (code spans and quotations in “…” left out: quoting the skill's rule is
+    citing it; 'YYYY-MM-DD' is three words)."""
+    return re.findall(r"[a-z0-9']+", re.sub(r"`[^`]*`|“[^”]*”", " ", text.lower()))
 
 
 def _shingles(text: str, n: int = COPY_RUN) -> set[tuple[str, ...]]:

@@ -90,6 +90,10 @@ class Design:
     hidden_tests: dict[str, str] = field(default_factory=dict)  # extra files under tests/ (hidden inputs)
     image: str = "python"
     extra_dirs: list[str] = field(default_factory=list)  # container folders the Dockerfile creates
+    # Every rule and convention the verifier grades, as the instruction must state it word for word (the skill's
+    # quoted sentences, the boundary, unit and scope conventions, the output layout); checked when the instruction
+    # is written (tasks/generator.py) and by the tests.
+    stated: list[str] = field(default_factory=list)
 
     def tests(self) -> dict[str, str]:
         return {"test.sh": test_sh(self.check.names), "check.py": self.check.render(),

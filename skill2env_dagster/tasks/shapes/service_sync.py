@@ -21,7 +21,7 @@ from typing import Any
 
 from skill2env_dagster.models.blueprint import Challenge, Complexity, InformationBoundary, Predicate
 from skill2env_dagster.tasks.compose.instruction import Slots
-from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, pitfall_bullets, rule_bullet
+from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec, rule_bullet
 from skill2env_dagster.tasks.shapes.base import Design, ShapeError, ShapeInput, solver_script
 from skill2env_dagster.tasks.standins.http_stub import (
     COLLECTED_JOURNAL,
@@ -340,7 +340,6 @@ class ServiceSync:
         avoid = [Bullet("Creating a record the service already holds (it may be on a later page)",
                         "metric:records_created"),
                  Bullet("Writing the service's data directly instead of calling its API", "metric:records_created")]
-        avoid += pitfall_bullets(inp.knowledge, [p], 1)
         practice = [rule_bullet(p, "to every call the import makes"),
                     Bullet("Page through the listing until `next` is null before deciding what exists",
                            "metric:records_created")]
