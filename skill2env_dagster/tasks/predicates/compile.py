@@ -85,9 +85,12 @@ def _nothing(k: SkillKnowledge) -> str:
     """Why a skill with no refused candidate still has no task: what it states, none of it a rule a task is
     decided by here."""
     counts = {name: n for name, n in k.counts().items() if n and name not in ("artifacts", "examples")}
-    stated = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items()) or "no rules"
-    return (f"it states {stated}, but no per-category deadline with a number, no skill-folder limit, no forbidden "
-            "type with its replacement and no documented local API: nothing whose conditions decide a checkable "
+    if not counts:
+        return "it states no rule, limit, procedure or table at all"
+    stated = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items())
+    return (f"it states {stated}, but no per-category deadline with a number, no skill-folder limit, no list of "
+            "blocked commands, no forbidden column type with its replacement, no labelled review flag and no "
+            "documented local API: nothing whose conditions decide a checkable "
             "answer")
 
 
