@@ -2,13 +2,13 @@
 
 Usage:
   .venv/bin/python benchmarks/bench_creator.py --relay-root /work/relay/creator-run1 [--skills ID ...]
-        [--variants 2] [--concurrency 6] [--out DIR] [--arm agent|single-shot]
+        [--variants 2] [--concurrency 6] [--out DIR]
   .venv/bin/python benchmarks/bench_creator.py --base-url URL --model NAME ...      # any OpenAI-compatible server
   .venv/bin/python benchmarks/bench_creator.py --report DIR                        # print figures of a finished run
 
 Skills are folders of ../shared/corpus/skills (default: six of different kinds). Per skill: crawl, the offline
-planner and axis sampler, then --variants candidates through `create_tasks_for_skill` with the creator agent
-(or, `--arm single-shot`, the one-call-per-step JSON creator) and the real gates. With --relay-root one relay
+planner and axis sampler, then --variants candidates through `create_tasks_for_skill` with the creator agent and
+the real gates. With --relay-root one relay
 (../shared/tools/llmrelay) per skill is started on ROOT/<n>-<skill>/, so several answering agents can work at once;
 the relays stop when the run ends. Prints (and writes to OUT/results.json):
 - created / retained per variant, and per candidate (a rejected frozen candidate is replaced by a new one);
@@ -41,7 +41,7 @@ from skill2env_dagster.creator.lab import DockerLab
 from skill2env_dagster.gates.base_images import load_base_images
 from skill2env_dagster.gates.runner import gate_task
 from skill2env_dagster.gates.settings import GateSettings
-from skill2env_dagster.llm import LLMClient, LLMConfig
+from skill2env_dagster.llm import LLMConfig
 from skill2env_dagster.llm.tools import ToolChat
 from skill2env_dagster.models.task import TaskBundleSet
 from skill2env_dagster.planning import plan_offline, sample_axes
@@ -77,13 +77,9 @@ def start_relay(queue: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError(f"relay on {queue} did not start")
 
 
-def creator(arm: str, base_url: str, model: str, settings: GateSettings, limits: CreatorLimits) -> Any:
+def creator(base_url: str, model: str, settings: GateSettings, limits: CreatorLimits) -> CreatorAgent:
     config = LLMConfig(base_url=base_url, model=model, timeout=WAIT + 60, max_retries=1, cache_dir="",
                        max_tokens=limits.max_tokens_per_turn)
-    if arm == "single-shot":
-        from skill2env_dagster.tasks.llm_generator import LLMGenerator, task_prompts_version
-
-        return LLMGenerator(LLMClient(config), model, task_prompts_version(config.fingerprint()))
     version = creator_prompts_version({**config.fingerprint(), "creator": limits.model_dump()})
     return CreatorAgent(ToolChat(config), model, version, lambda: DockerLab(settings), settings, limits)
 
@@ -97,7 +93,7 @@ def run_skill(folder: Path, args: argparse.Namespace, base_url: str, out: Path, 
     plans = plan_offline(skill, prompt_version="bench")
     axes = sample_axes(plans)
     axes = axes.model_copy(update={"samples": axes.samples[: args.variants]})
-    gen = creator(args.arm, base_url, args.model, settings, limits)
+    gen = creator(base_url, args.model, settings, limits)
     start = time.perf_counter()
     store = ArtifactStore(out / "store")
     result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, lambda p: gate_task(p, settings),
@@ -202,7 +198,6 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=SHARED / "corpus" / "skills")
     ap.add_argument("--variants", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=6)
-    ap.add_argument("--arm", choices=("agent", "single-shot"), default="agent")
     ap.add_argument("--relay-root", type=Path, help="start one relay per skill under this folder")
     ap.add_argument("--base-url", default="", help="an OpenAI-compatible endpoint instead of relays")
     ap.add_argument("--model", default="relay-model")

@@ -56,9 +56,6 @@ class Folder:
 
 # --- what decides each artifact's content (versions.py turns a scope into the asset's code_version) ------------
 SKILLHUB_SCOPE = CodeScope(modules=("skillhub",), data=("screening_rules.yaml", "screening_learned.json"))
-# The model-backed creator's step templates, in the frozen creation order.
-TASK_PROMPTS = ("task_blueprint.j2", "task_environment.j2", "task_instruction.j2", "task_tests.j2", "task_rubric.j2",
-                "task_solution.j2", "task_cheats.j2")
 # The creator agent's system prompt and brief (the gate's rules are rendered into the system prompt from its code).
 CREATOR_PROMPTS = ("creator_system.j2", "creator_brief.j2")
 # The judge's template includes the constitution; both are listed so that the registry names every prompt it uses.
@@ -80,7 +77,7 @@ AXES = Artifact("axis_samples", AxisSampleSet, CodeScope(
 # both generators' blueprints instantiate the difficulty patterns.
 TASKS = Artifact("task_bundles", TaskBundleSet, CodeScope(
     modules=("tasks", "creator", "gates"), data=("difficulty_patterns.yaml",),
-    prompts=(*TASK_PROMPTS, *CREATOR_PROMPTS), model_modules=("llm",), model_settings=True))
+    prompts=CREATOR_PROMPTS, model_modules=("llm",), model_settings=True))
 GATES = Artifact("gate_reports", TaskGateReports, CodeScope(modules=("gates",)))
 # Solver rollouts: the harness, the sandbox adapter and the solver settings (those are the "model settings" here;
 # the asset passes their fingerprint). Trajectories live in the skill's folder next to the artifact file.
@@ -91,7 +88,7 @@ JUDGE = Artifact("judge_scores", JudgeScores, CodeScope(
 # Hardening rebuilds through the creator and the gates, then rolls out again: all of that decides its content.
 HARDENING = Artifact("task_hardening", HardeningSet, CodeScope(
     modules=("rollouts.hardening", "rollouts.runner", "rollouts.docker_sandbox", "tasks", "creator", "gates"),
-    data=("difficulty_patterns.yaml",), prompts=(*TASK_PROMPTS, *CREATOR_PROMPTS, "solver_system.j2"),
+    data=("difficulty_patterns.yaml",), prompts=(*CREATOR_PROMPTS, "solver_system.j2"),
     model_modules=("llm",),
     model_settings=True))
 

@@ -527,15 +527,19 @@ def blueprint_from(a: dict[str, Any], ctx: CreationContext, view: SkillView,
     challenges = [Challenge(pattern=c["pattern"], dimension=pool[c["pattern"]].dimension,
                             effect=pool[c["pattern"]].effect, instantiation=str(c.get("instantiation", "")))
                   for c in a.get("challenges") or []]
-    realised = s.difficulty_pattern in {c.pattern for c in challenges}
+    used = {c.pattern for c in challenges}
+    realised = s.difficulty_pattern in used
+    dropped = [p for p in s.added_patterns if p not in used]  # a hardening round's patterns left out: recorded
+    fallback = "; ".join(filter(None, ["" if realised else f"the creator did not instantiate {s.difficulty_pattern}",
+                                       "required by hardening but not instantiated: " + ", ".join(dropped)
+                                       if dropped else ""]))
     try:
         return TaskBlueprint(
             task_name=ctx.task_name, skill_id=ctx.skill.skill_id, workflow=ctx.workflow.name,
             objective=str(a["objective"]), shape="llm", archetype=s.archetype,
             primary_verifier_pattern=s.primary_verifier_pattern, capability_dimension=s.capability_dimension,
             axes=AxisRealisation(sampled_archetype=s.archetype, sampled_verifier=s.primary_verifier_pattern,
-                                 sampled_pattern=s.difficulty_pattern, pattern_fallback_reason="" if realised else
-                                 f"the creator did not instantiate {s.difficulty_pattern}"),
+                                 sampled_pattern=s.difficulty_pattern, pattern_fallback_reason=fallback),
             predicates=preds, challenges=challenges,
             boundary=InformationBoundary(discover=[str(x) for x in a.get("discover") or []]),
             acceptance=[Criterion(metric=str(m["name"]), checks=str(m.get("checks", "")),

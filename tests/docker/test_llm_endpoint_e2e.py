@@ -39,9 +39,8 @@ from tests.support.fake_openai import (
     short_body,
     truncated,
 )
-from tests.support.random_replies import RandomReplies
+from tests.support.random_replies import RandomReplies, schema_name
 from tests.support.scripted_creator import creator_reply
-from tests.unit.task_llm_support import StepResponder, schema_name
 from tests.unit.test_planning_llm import canned_plan
 
 pytestmark = pytest.mark.docker
@@ -54,10 +53,10 @@ FAILING_FAULTS = {"rate_limit", "server_error", "truncated", "short_body", "rese
 def canned_model() -> Callable[[dict[str, Any]], str | dict[str, Any]]:
     """A model with no objection as the screen's second opinion, answering the planner with a canned plan and the
     creator agent with a scripted task that passes."""
-    steps = StepResponder()
     answers = {"OpinionReply": lambda body: json.dumps({"reasons": [], "not_needed": [], "summary": "no blocking "
                                                          "reason"}), "PlanReply": canned_plan}
-    return lambda body: creator_reply(body) if body.get("tools") else answers.get(schema_name(body), steps)(body)
+    return lambda body: creator_reply(body) if body.get("tools") else answers.get(schema_name(body),
+                                                                                  lambda _: "{}")(body)
 
 
 def hub(root: Path) -> Path:

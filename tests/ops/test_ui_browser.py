@@ -35,8 +35,8 @@ from tests.ops.conftest import REPO
 from tests.ops.dagster_dev import DagsterDev, make_home
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.hub import make_hub, write_sources
+from tests.support.random_replies import schema_name
 from tests.support.scripted_creator import creator_reply
-from tests.unit.task_llm_support import StepResponder, schema_name
 from tests.unit.test_planning_llm import canned_plan
 
 # The per-skill run gates in the engine; the whole session takes longer than the default per-test limit.
@@ -81,10 +81,7 @@ def _model(body: dict) -> str | dict:
         return creator_reply(body)
     if schema_name(body) == "OpinionReply":
         return json.dumps({"reasons": [], "not_needed": [], "summary": "no blocking reason"})
-    return canned_plan(body) if schema_name(body) == "PlanReply" else _STEPS(body)
-
-
-_STEPS = StepResponder()
+    return canned_plan(body) if schema_name(body) == "PlanReply" else "{}"
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,14 @@ def request_schema(body: dict[str, Any]) -> dict[str, Any]:
     raise ValueError("request names no JSON schema")
 
 
+def schema_name(body: dict[str, Any]) -> str:
+    """The reply model a JSON request asks for: the json_schema format's name, or (JSON mode) the schema's title."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return str((fmt.get("json_schema") or {}).get("name", ""))
+    return str(request_schema(body).get("title", ""))
+
+
 # Tools a constrained decoder may call but a test should not: a random shell command can legitimately run until its
 # timeout (`yes`), and keep_file only copies what such a command made.
 SLOW_TOOLS = ("run", "keep_file")
