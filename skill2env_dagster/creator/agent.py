@@ -29,7 +29,7 @@ from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.hashing import canonical_json, sha256_bytes
 from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.blueprint import TaskBlueprint
-from skill2env_dagster.models.gate import GateReport, GateVerdict
+from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.task import CreationGate, CreatorRun, TaskBundle
 from skill2env_dagster.models.task_dir import TaskDir
@@ -43,7 +43,20 @@ from skill2env_dagster.tasks.publish import publish, staging_dir
 
 log = logging.getLogger(__name__)
 RECIPE = "agent"
-PREVIOUS_CHARS = {"test.sh": 6000, "instruction.md": 3000}
+PREVIOUS_FILE_CHARS = 6000  # per file of a rejected candidate shown to its replacement
+PREVIOUS_TOTAL = 24_000  # all its files together
+PROGRAMS = (".sh", ".py", ".sql", ".awk", ".js")
+
+
+def previous_files(task: TaskDir, report: GateReport | None) -> list[Path]:
+    """A rejected candidate's files its replacement is shown: instruction.md, tests/ (test.sh, then the other
+    programs, then data) and the cheats the gate caught passing."""
+    tests = sorted((f for f in task.tests_dir.rglob("*") if f.is_file()) if task.tests_dir.is_dir() else [],
+                   key=lambda f: (f.name != "test.sh", f.suffix not in PROGRAMS, f.as_posix()))
+    caught = {a.name.rsplit("/", 1)[-1] for a in (report.cheats if report else [])
+              if a.verdict is CheckVerdict.FAIL}
+    cheats = [f for f in task.cheat_scripts() if f.name in caught]
+    return [f for f in [task.root / "instruction.md", *tests, *cheats] if f.is_file()]
 
 
 def creator_prompts_version(fingerprint: dict[str, object] | None = None, folder: Path | str | None = None) -> str:
@@ -173,7 +186,8 @@ class CreatorAgent:
         return result, draft, path, size
 
     def _previous(self, result: SessionResult, path: Path) -> str:
-        """What the next candidate is shown of a rejected one: its blueprint, test.sh, instruction, the gate."""
+        """What the next candidate is shown of a rejected one: its blueprint, instruction, every file of tests/
+        (the weakness may sit in a grader test.sh only calls), the cheats the gate caught, the gate's evidence."""
         task = TaskDir(path)
         parts = []
         if result.blueprint is not None:
@@ -181,10 +195,18 @@ class CreatorAgent:
             parts.append("blueprint: " + bp.objective + "\nrules: " + "; ".join(
                 f"{p.id} {p.source.label}: {p.statement[:160]}" for p in bp.predicates)
                 + f"\nmetrics: {[c.metric for c in bp.acceptance]}")
-        for rel, limit in PREVIOUS_CHARS.items():
-            f = task.tests_dir / rel if rel == "test.sh" else task.root / rel
-            if f.is_file():
-                parts.append(f"--- {rel}\n{f.read_text(encoding='utf-8', errors='replace')[:limit]}")
+        budget = PREVIOUS_TOTAL
+        for f in previous_files(task, result.report):
+            rel = f.relative_to(task.root).as_posix()
+            data = f.read_bytes()
+            if b"\0" in data[:4096]:
+                parts.append(f"--- {rel} (binary, {len(data):,} bytes)")
+                continue
+            text = data.decode("utf-8", errors="replace")
+            shown = text[:min(PREVIOUS_FILE_CHARS, budget)]
+            budget -= len(shown)
+            cut = f"\n[... {len(text) - len(shown):,} more characters not shown]" if len(shown) < len(text) else ""
+            parts.append(f"--- {rel}\n{shown}{cut}")
         if result.report is not None:
             parts.append("--- the gate's evidence\n" + describe_report(result.report)[:5000])
         return "\n".join(parts)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from skill2env_dagster.atomic import atomic_write_bytes, atomic_write_text
-from skill2env_dagster.catalogue import DifficultyPattern
+from skill2env_dagster.catalogue import DifficultyPattern, load_patterns
 from skill2env_dagster.creator.draft import ORDER_TEXT, Draft, RefusalError
 from skill2env_dagster.creator.lab import Lab, Workbench
 from skill2env_dagster.creator.rules import render_rules
@@ -126,7 +126,10 @@ class Session:
         self.view, self.lab, self.gate, self.gate_settings = view, lab, gate, gate_settings
         self.patterns, self.make_config, self.trajectory = patterns, make_config, trajectory
         self.max_repairs, self.previous, self.candidate, self.folder = max_repairs, previous, candidate, prompts_folder
-        self.tools = tool_specs([p.id for p in patterns])
+        # Every pattern of the catalogue, in one fixed order: the schema is the same in every conversation (a
+        # model answering many of them must not find a pattern it used elsewhere refused); the brief says which.
+        self.catalogue = load_patterns().patterns
+        self.tools = tool_specs(sorted(p.id for p in self.catalogue))
         self.specs = {t["function"]["name"]: t for t in self.tools}
         self.blueprint: TaskBlueprint | None = None
         self.metrics: list[str] = []
@@ -346,7 +349,7 @@ class Session:
     def _tool_set_blueprint(self, a: dict[str, Any]) -> Outcome:
         if self.draft.frozen:
             raise RefusalError("refused: the blueprint is part of the grading contract and is frozen")
-        self.blueprint = blueprint_from(a, self.ctx, self.view, self.patterns)
+        self.blueprint = blueprint_from(a, self.ctx, self.view, self.catalogue)
         self.draft.revision += 1
         missing = [p.id for p in self.patterns[:1] if p.id not in {c.pattern for c in self.blueprint.challenges}]
         note = f" (note: the sampled pattern {missing[0]} is not instantiated)" if missing else ""
@@ -517,7 +520,7 @@ def blueprint_from(a: dict[str, Any], ctx: CreationContext, view: SkillView,
     pool = {p.id: p for p in patterns}
     bad = [c.get("pattern") for c in a.get("challenges") or [] if c.get("pattern") not in pool]
     if bad:
-        problems.append(f"unknown difficulty patterns {bad}; offered: {list(pool)}")
+        problems.append(f"unknown difficulty patterns {bad}; the brief names the ones to instantiate")
     if not preds and not problems:
         problems.append("at least one rule, cited from the skill")
     if problems:

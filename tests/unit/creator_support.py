@@ -66,10 +66,12 @@ class ScriptedChat:
 
     def __init__(self, turns: list[Turn], tokens_per_turn: int = 1000) -> None:
         self.turns, self.tokens, self.seen = list(turns), tokens_per_turn, []
+        self.tools: list[dict[str, Any]] = []
         self.n = 0
 
     def turn(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **_: Any) -> ToolTurn:
         self.seen.append([dict(m) for m in messages])
+        self.tools = tools
         item: Any = self.turns[self.n] if self.n < len(self.turns) else "Done."
         self.n += 1
         if callable(item) and not isinstance(item, BaseException):

@@ -16,12 +16,13 @@ from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.tools import RequestedCall
 from skill2env_dagster.models.atif import AtifTrajectory
-from skill2env_dagster.models.gate import GateVerdict
+from skill2env_dagster.models.gate import AttemptKind, CheckVerdict, GateVerdict, ShortcutAttempt
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.generator import make_context
 from skill2env_dagster.tasks.pipeline import CreationSettings, create_task, create_tasks_for_skill, task_name
 from tests.unit.creator_support import (
+    BLUEPRINT,
     ORACLE_FAILED,
     PINS,
     RETAINED,
@@ -202,7 +203,43 @@ def test_a_frozen_candidate_the_gate_rejects_is_replaced_by_one_shown_the_eviden
     assert "/rejected/" in first.path and json.loads((Path(first.path) / "rejection.json").read_text())["reasons"]
     brief = chat.seen[3][1]["content"]  # the second candidate's brief
     assert "A previous candidate for this workflow was frozen and then rejected" in brief
-    assert "FAIL mutants (shortcut_passed)" in brief and "--- test.sh" in brief
+    assert "FAIL mutants (shortcut_passed)" in brief and "--- tests/test.sh" in brief
+
+
+def test_the_replacement_sees_every_file_of_the_rejected_tests_and_the_cheat_that_passed(ctx, tmp_path):
+    """Seen with a capable model: the weakness sat in tests/grade.py, which the replacement's brief left out."""
+    grade = "import json\n# WEAK: any row with the right header earns full marks\n"
+    blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": pattern(ctx)}]}
+    first = [[("set_blueprint", blueprint), *writes({**TASK, "tests/grade.py": grade,
+                                                     "tests/expected.json": "[1]"})],
+             [("freeze", {})], [*solved(), ("submit", {})]]
+    caught = ShortcutAttempt(kind=AttemptKind.CHEAT, name="cheats/all.sh", family="cheat", verdict=CheckVerdict.FAIL,
+                             reason=ReasonCode.SHORTCUT_PASSED, metrics={"list_exact": 0.6}, mean=0.6)
+    rejected = SHORTCUT.model_copy(update={"cheats": [caught]})
+    chat = ScriptedChat([*first, *build_and_freeze(pattern(ctx)), [*solved(), ("submit", {})]])
+    b, _, _, _ = author(ctx, tmp_path, chat, gate=FakeGate(rejected, RETAINED), limits=CreatorLimits(max_candidates=2))
+    assert [r.status for r in b.creator] == ["rejected", "retained"]
+    brief = chat.seen[3][1]["content"]
+    order = [brief.index(f"--- {f}") for f in ("instruction.md", "tests/test.sh", "tests/grade.py",
+                                                  "tests/expected.json", "tests/rubric.md",
+                                                  "solution/cheats/all.sh")]
+    assert order == sorted(order) and "WEAK: any row" in brief
+    assert "--- solution/cheats/empty.sh" not in brief  # only the cheat the gate caught
+
+
+def test_the_difficulty_pattern_list_is_the_same_in_every_conversation(ctx, examples_dir, tmp_path):
+    """The tools offer the whole catalogue in one order whatever the variant samples (a model answering many
+    conversations had patterns it used in another refused); the brief still names the sampled one."""
+    other = next(p.id for p in load_patterns().patterns
+                 if p.id not in {q.id for q in candidate_patterns(ctx)})
+    blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": other}]}
+    chat = ScriptedChat([[("set_blueprint", blueprint)], "Thinking."])
+    b, _, _, _ = author(ctx, tmp_path, chat, limits=CreatorLimits(max_candidates=1, nudges=0, max_turns=2))
+    assert tool_results(b)[0].startswith("blueprint set:") and "is not instantiated" in tool_results(b)[0]
+    enum = next(t for t in chat.tools if t["function"]["name"] == "set_blueprint")["function"]["parameters"][
+        "properties"]["challenges"]["items"]["properties"]["pattern"]["enum"]
+    assert enum == sorted(p.id for p in load_patterns().patterns)
+    assert f"- {pattern(ctx)} (" in chat.seen[0][1]["content"]
 
 
 def test_no_candidate_failure_stops_its_siblings(examples_dir, tmp_path):
