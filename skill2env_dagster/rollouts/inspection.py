@@ -9,6 +9,13 @@ is the reference.
 The paths come from the instruction (absolute paths under the working directory, and relative ones with a folder or
 an extension) and from the blueprint's deliverables in task.toml; a deliverable is looked at after, the other paths
 are read before (a path that does not exist yet is skipped by the command itself).
+
+Every input is shown whole where the budget allows: a read-only probe before the episode (`existing_probe`, not part
+of it) says which named paths exist, the files of each named folder and their sizes; the reads are then grouped so
+that no call prints more than the agent's tool keeps and the judge is shown of one call (`CALL_BYTES`), each file
+in full up to `FILE_BYTES`, all inputs together up to `READ_BUDGET`. A file cut short, and any file of a folder left
+unread, is marked as such in the output (an independent judge could not check several attempts of a task whose
+folder listing had been cut silently at 2,500 characters).
 """
 
 from __future__ import annotations
@@ -17,11 +24,56 @@ import posixpath
 import re
 import shlex
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 
-MAX_READS = 6
-READ_BYTES = 2500
-CHECK_BYTES = 1500
+MAX_READS = 10  # named inputs read at most
+CALL_BYTES = 5500  # one call's output: under the tool's 3000 + 3000 kept bytes and the judge's 6000 per output
+FILE_BYTES = 5000  # one file shown in full up to this
+READ_BUDGET = 30_000  # all inputs together (the judge's trajectory budget is 80k)
+CHECK_BYTES = 2500  # each deliverable looked at after the work
+PROBE_FILES = 60  # files of one named folder the probe sizes (the rest is counted, and marked unread)
 _PATH = re.compile(r"(?<![\w./-])((?:/[\w.@+-]+)+/?|[\w.@+-]+(?:/[\w.@+-]+)+/?|[\w@+-]+\.[A-Za-z0-9]{1,5})(?![\w/])")
+# Shows a file whole, or its start cut at a character boundary (iconv -c drops a split UTF-8 character; without
+# iconv the bytes pass as they are) with a line saying how much was left out.
+_SHOW = ("show() { [ -f \"$1\" ] || return 0; n=$(wc -c < \"$1\"); "
+         "if [ \"$n\" -gt \"$2\" ]; then head -c \"$2\" \"$1\" | "
+         "{ iconv -f UTF-8 -t UTF-8 -c 2>/dev/null || cat; }; "
+         "printf '\\n[... %s of %s bytes of %s not shown]\\n' \"$((n - $2))\" \"$n\" \"$1\"; "
+         "else cat \"$1\"; echo; fi; }")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the read-only probe found before the episode: the named paths that exist, each file's size (named
+    files, and up to PROBE_FILES files of each named folder), and how many files each named folder holds."""
+
+    existing: frozenset[str] = frozenset()
+    sizes: dict[str, int] = field(default_factory=dict)
+    folders: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str, complete: bool = True) -> Probe:
+        """From `existing_probe`'s output; `complete=False`: the output was cut, its last line is dropped."""
+        lines = text.split("\n")
+        if not complete:
+            lines = lines[:-1]
+        existing, sizes, folders = set(), {}, {}
+        for line in lines:
+            parts = line.split("\t", 2)
+            if len(parts) != 3 or not parts[1].isdigit():
+                continue
+            kind, n, path = parts[0], int(parts[1]), parts[2]
+            if kind == "D":
+                existing.add(path)
+                folders[path] = n
+            elif kind == "F":
+                sizes[path] = n
+                if posixpath.dirname(path) not in folders:
+                    existing.add(path)
+        return cls(frozenset(existing), sizes, folders)
+
+    def files_of(self, folder: str) -> list[tuple[str, int]]:
+        return sorted((p, n) for p, n in self.sizes.items() if posixpath.dirname(p) == folder)
 
 
 def named_paths(instruction: str, workdir: str) -> list[str]:
@@ -39,32 +91,101 @@ def named_paths(instruction: str, workdir: str) -> list[str]:
     return out
 
 
-def _read(path: str) -> str:
-    p = shlex.quote(path)
-    return (f"if [ -d {p} ]; then ls -la {p}; for f in {p}/*; do [ -f \"$f\" ] || continue; echo \"== $f\"; "
-            f"head -c {READ_BYTES // 4} \"$f\"; echo; done | head -c {READ_BYTES}; "
-            f"elif [ -f {p} ]; then head -c {READ_BYTES} {p}; else echo 'no such path yet: {path}'; fi")
-
-
 def existing_probe(paths: Sequence[str]) -> str:
-    """A read-only command printing which of `paths` exist (run before the episode, not part of it)."""
-    return "for p in " + " ".join(shlex.quote(p) for p in paths) + '; do [ -e "$p" ] && echo "$p"; done; true'
+    """A read-only command printing which of `paths` exist, as `D<TAB>files<TAB>folder` and `F<TAB>bytes<TAB>file`
+    lines, with the sizes of up to PROBE_FILES files of each folder (run before the episode, not part of it)."""
+    quoted = " ".join(shlex.quote(p) for p in paths)
+    return (f"for p in {quoted}; do if [ -d \"$p\" ]; then n=0; for f in \"$p\"/*; do [ -f \"$f\" ] && n=$((n + 1)); "
+            "done; printf 'D\\t%s\\t%s\\n' \"$n\" \"$p\"; i=0; for f in \"$p\"/*; do [ -f \"$f\" ] || continue; "
+            f"i=$((i + 1)); [ \"$i\" -le {PROBE_FILES} ] && "
+            "printf 'F\\t%s\\t%s\\n' \"$(wc -c < \"$f\")\" \"$f\"; done; "
+            "elif [ -e \"$p\" ]; then printf 'F\\t%s\\t%s\\n' \"$(wc -c < \"$p\" 2>/dev/null || echo 0)\" \"$p\"; fi; "
+            "done; true")
+
+
+def _shown(size: int, limit: int) -> int:
+    return min(size, limit) + 80  # the file, its header and a possible "not shown" line
+
+
+class _Reads:
+    """Read commands grouped so that each call's output stays within CALL_BYTES, all within READ_BUDGET."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+        self.left = READ_BUDGET
+        self._parts: list[str] = []
+        self._used = 0
+
+    def add(self, part: str, cost: int) -> None:
+        if self._parts and self._used + cost > CALL_BYTES:
+            self.flush()
+        self._parts.append(part)
+        self._used += cost
+        self.left -= cost
+
+    def flush(self) -> None:
+        if self._parts:
+            self.steps.append("; ".join([_SHOW, *self._parts]))
+        self._parts, self._used = [], 0
+
+    def folder(self, path: str, found: Probe) -> None:
+        q = shlex.quote(path)
+        self.add(f"ls -la {q}", 60 * min(found.folders[path], PROBE_FILES) + 200)
+        files = found.files_of(path)
+        unread = found.folders[path] - len(files)
+        for i, (f, size) in enumerate(files):
+            limit = min(FILE_BYTES, self.left - 80)
+            if limit < 200:
+                unread += len(files) - i
+                break
+            self.add(f"echo {shlex.quote('== ' + f)}; show {shlex.quote(f)} {limit}", _shown(size, limit))
+        if unread:
+            self.add(f"echo {shlex.quote(f'[... {unread} more file(s) in {path} not read: over the reading budget]')}",
+                     100)
+
+    def file(self, path: str, size: int | None) -> None:
+        limit = min(FILE_BYTES, max(self.left - 80, 200))
+        q = shlex.quote(path)
+        self.add(f"echo {shlex.quote('== ' + path)}; show {q} {limit}", _shown(size if size is not None else limit,
+                                                                                limit))
+
+    def unknown(self, path: str) -> None:
+        """A path the probe said nothing about (no probe): a folder's files each up to their share of one call."""
+        q = shlex.quote(path)
+        each = CALL_BYTES // 11
+        self.flush()
+        self.steps.append(f"{_SHOW}; if [ -d {q} ]; then ls -la {q}; i=0; for f in {q}/*; do [ -f \"$f\" ] || "
+                          f"continue; i=$((i + 1)); if [ \"$i\" -gt 6 ]; then echo \"[... $f and any later files not "
+                          f"read here]\"; break; fi; echo \"== $f\"; show \"$f\" {each}; done; "
+                          f"elif [ -f {q} ]; then show {q} {FILE_BYTES}; else echo 'no such path yet: {path}'; fi")
+        self.left -= CALL_BYTES
 
 
 def inspection_steps(instruction: str, workdir: str, deliverables: Sequence[str],
-                     existing: Collection[str] | None = None) -> tuple[list[str], list[str]]:
+                     found: Probe | None = None) -> tuple[list[str], list[str]]:
     """(steps before the work: look around, read each input; steps after: look at each deliverable). Inputs are
-    the named paths that exist before the work (`existing`; unknown: all that are not deliverables); outputs the
+    the named paths that exist before the work (`found`; unknown: all that are not deliverables); outputs the
     deliverables, else the named paths that do not exist yet."""
     wd = workdir or "/"
+    existing: Collection[str] | None = found.existing if found is not None else None
     produced = [posixpath.normpath(d) for d in deliverables]
     named = named_paths(instruction, wd)
     inputs = [p for p in named if p not in produced and not any(p.startswith(d + "/") for d in produced)
               and (existing is None or p in existing)]
     outputs = produced or [p for p in named if p not in inputs and (existing is None or p not in existing)]
-    before = [f"cd {shlex.quote(wd)} && find . -maxdepth 3 -not -path './proc*' | sort | head -100"]
-    before += [_read(p) for p in inputs[:MAX_READS]]
-    quoted = " ".join(shlex.quote(p) for p in outputs)
-    after = [f"for f in {quoted}; do ls -la \"$f\"; [ -f \"$f\" ] && head -c {CHECK_BYTES} \"$f\"; echo; done"] \
-        if outputs else []
+    reads = _Reads()
+    for p in inputs[:MAX_READS]:
+        if reads.left < 300:
+            break
+        if found is None:
+            reads.unknown(p)
+        elif p in found.folders:
+            reads.folder(p, found)
+        else:
+            reads.file(p, found.sizes.get(p))
+    reads.flush()
+    before = [f"cd {shlex.quote(wd)} && find . -maxdepth 3 -not -path './proc*' | sort | head -100", *reads.steps]
+    each = max(CALL_BYTES // max(len(outputs), 1) - 200, 300)
+    checks = [f"ls -la {shlex.quote(p)} && show {shlex.quote(p)} {min(each, CHECK_BYTES)}" for p in outputs]
+    after = ["; ".join([_SHOW, *checks])] if outputs else []
     return before, after

@@ -90,20 +90,3 @@ def test_the_offline_solution_shape_is_one_program_step():
     cmds = split_commands(script)
     assert cmds == ["set -euo pipefail", "python3 - <<'SOLVER_EOF'\nimport sys\nprint(1)\nSOLVER_EOF"]
     assert agent_steps(cmds) == ["set -euo pipefail\npython3 - <<'SOLVER_EOF'\nimport sys\nprint(1)\nSOLVER_EOF"]
-
-
-def test_the_reference_reads_what_the_task_names_and_looks_at_what_it_made():
-    from skill2env_dagster.rollouts.inspection import inspection_steps, named_paths
-
-    text = ("Each .txt file in /app/attempts is one attempt; the parts are in docs/procedure.md. Run it as "
-            "`/app/bin/tool FILE.csv`; put the plan in /app/out/next_steps.csv (see https://example.org/x.md).")
-    assert named_paths(text, "/app") == ["/app/attempts", "/app/docs/procedure.md", "/app/bin/tool",
-                                         "/app/out/next_steps.csv"]
-    before, after = inspection_steps(text, "/app", ["/app/out/next_steps.csv", "/app/bin/tool"],
-                                     existing={"/app/attempts", "/app/docs/procedure.md"})
-    assert len(before) == 3 and "/app/attempts" in before[1] and "/app/docs/procedure.md" in before[2]
-    assert after == ['for f in /app/out/next_steps.csv /app/bin/tool; do ls -la "$f"; [ -f "$f" ] && head -c 1500 '
-                     '"$f"; echo; done']
-    # Without deliverables, the named paths that did not exist before the work are what it made.
-    _, after = inspection_steps(text, "/app", [], existing={"/app/attempts", "/app/docs/procedure.md"})
-    assert after[0].startswith("for f in /app/bin/tool /app/out/next_steps.csv; do")

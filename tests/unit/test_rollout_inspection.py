@@ -1,0 +1,113 @@
+"""The Oracle's look around its work (rollouts/inspection.py): it reads every input the task names, each whole
+where the budget allows, no call printing more than the agent's tool keeps and the judge is shown, and marks what
+it cut. The commands are run here with bash on files this test writes (read-only commands, no skill's code)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from skill2env_dagster.rollouts import inspection
+from skill2env_dagster.rollouts.inspection import (
+    CALL_BYTES,
+    FILE_BYTES,
+    Probe,
+    existing_probe,
+    inspection_steps,
+    named_paths,
+)
+
+
+def _bash(command: str) -> str:
+    out = subprocess.run(["bash", "-c", command], capture_output=True, timeout=60, check=True)
+    assert len(out.stdout) <= CALL_BYTES, f"one call printed {len(out.stdout)} bytes"
+    return out.stdout.decode("utf-8")  # strict: a cut never splits a character
+
+
+def _steps(text: str, wd: Path, deliverables: list[str] | None = None) -> tuple[list[str], list[str]]:
+    named = named_paths(text, str(wd))
+    found = Probe.parse(subprocess.run(["bash", "-c", existing_probe(named)], capture_output=True, text=True,
+                                       check=True).stdout)
+    return inspection_steps(text, str(wd), deliverables or [], found)
+
+
+def test_the_reference_reads_what_the_task_names_and_looks_at_what_it_made():
+    text = ("Each .txt file in /app/attempts is one attempt; the parts are in docs/procedure.md. Run it as "
+            "`/app/bin/tool FILE.csv`; put the plan in /app/out/next_steps.csv (see https://example.org/x.md).")
+    assert named_paths(text, "/app") == ["/app/attempts", "/app/docs/procedure.md", "/app/bin/tool",
+                                         "/app/out/next_steps.csv"]
+    found = Probe(frozenset({"/app/attempts", "/app/docs/procedure.md"}), {"/app/attempts/a.txt": 10,
+                                                                          "/app/docs/procedure.md": 50},
+                  {"/app/attempts": 1})
+    before, after = inspection_steps(text, "/app", ["/app/out/next_steps.csv", "/app/bin/tool"], found)
+    assert before[0].startswith("cd /app && find") and len(before) == 2  # both inputs fit one call
+    assert "ls -la /app/attempts" in before[1] and "show /app/attempts/a.txt" in before[1]
+    assert "show /app/docs/procedure.md" in before[1]
+    assert len(after) == 1 and "show /app/out/next_steps.csv" in after[0] and "show /app/bin/tool" in after[0]
+    # Without deliverables, the named paths that did not exist before the work are what it made.
+    _, after = inspection_steps(text, "/app", [], found)
+    assert after[0].index("/app/bin/tool") < after[0].index("/app/out/next_steps.csv")
+    assert "/app/attempts" not in after[0]
+
+
+def test_every_file_of_a_named_folder_is_shown_whole(tmp_path: Path):
+    """The case an independent judge met: 13 attempt files and a procedure, cut silently at 2,500 characters so
+    that it could not check several attempts. Now every file is shown, each call within the tool's limits."""
+    app = tmp_path / "app"
+    (app / "attempts").mkdir(parents=True)
+    (app / "docs").mkdir()
+    for i in range(1, 14):
+        lines = [f"# a-{i:03d} mode=live", *(f"2024-06-24T08:{m:02d}:00Z done: part {m} — ok" for m in range(i % 7))]
+        (app / "attempts" / f"a-{i:03d}.txt").write_text("\n".join(lines) + f"\nlast line of a-{i:03d}\n")
+    (app / "docs" / "procedure.md").write_text("# Procedure\n" + "".join(f"{n}. Step {n}\n" for n in range(1, 8)))
+    text = f"Each .txt file in {app}/attempts is one attempt; the parts are in docs/procedure.md. Write {app}/out.csv."
+    before, after = _steps(text, app, [f"{app}/out.csv"])
+    shown = "\n".join(_bash(step) for step in before[1:])
+    for i in range(1, 14):
+        assert f"last line of a-{i:03d}" in shown
+    assert "7. Step 7" in shown and "not shown" not in shown and "not read" not in shown
+    (app / "out.csv").write_text("attempt,next\n")
+    assert "attempt,next" in _bash(after[0])
+
+
+def test_a_cut_is_marked_and_falls_on_a_character_boundary(tmp_path: Path):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "big.md").write_text("x" + "é" * 6000)  # 12,001 bytes: a cut at an even byte would split a character
+    before, _ = _steps(f"Read {app}/big.md and write {app}/out.txt.", app)
+    out = _bash(before[1])
+    assert f"[... {12_001 - FILE_BYTES} of 12001 bytes of {app}/big.md not shown]" in out
+    assert "\ufffd" not in out and out.count("é") >= (FILE_BYTES - 2) // 2
+
+
+def test_a_folder_over_the_reading_budget_says_what_it_left_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(inspection, "READ_BUDGET", 6000)
+    app = tmp_path / "app"
+    (app / "in").mkdir(parents=True)
+    for i in range(10):
+        (app / "in" / f"f{i}.txt").write_text(f"file {i}\n" + "y" * 1500)
+    before, _ = _steps(f"Every file in {app}/in is one record; write {app}/out.txt.", app)
+    shown = "\n".join(_bash(step) for step in before[1:])
+    assert "file 0" in shown and "file 9" not in shown
+    assert f"more file(s) in {app}/in not read: over the reading budget]" in shown
+
+
+def test_a_probe_cut_short_keeps_only_whole_lines():
+    text = "D\t3\t/app/in\nF\t10\t/app/in/a.txt\nF\t20\t/app/in/b.t"
+    found = Probe.parse(text, complete=False)
+    assert found.existing == {"/app/in"} and found.folders == {"/app/in": 3}
+    assert found.files_of("/app/in") == [("/app/in/a.txt", 10)]
+    before, _ = inspection_steps("Read /app/in.", "/app", [], found)
+    assert "show /app/in/a.txt" in before[1] and "2 more file(s) in /app/in not read" in before[1]
+
+
+def test_without_a_probe_each_input_is_still_read_within_one_call(tmp_path: Path):
+    app = tmp_path / "app"
+    (app / "in").mkdir(parents=True)
+    for i in range(9):
+        (app / "in" / f"f{i}.txt").write_text("z" * 2000)
+    before, _ = inspection_steps(f"Every file in {app}/in is a record.", str(app), [], None)
+    out = _bash(before[1])
+    assert "not shown]" in out and "and any later files not read here]" in out
