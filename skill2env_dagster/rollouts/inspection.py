@@ -23,14 +23,14 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 MAX_READS = 10  # named inputs read at most
 CALL_BYTES = 5500  # one call's output: under the tool's 3000 + 3000 kept bytes and the judge's 6000 per output
 FILE_BYTES = 5000  # one file shown in full up to this
 READ_BUDGET = 30_000  # all inputs together (the judge's trajectory budget is 80k)
-CHECK_BYTES = 2500  # each deliverable looked at after the work
+CHECK_BYTES = FILE_BYTES  # each deliverable looked at after the work (several share one call)
 PROBE_FILES = 60  # files of one named folder the probe sizes (the rest is counted, and marked unread)
 _PATH = re.compile(r"(?<![\w./-])((?:/[\w.@+-]+)+/?|[\w.@+-]+(?:/[\w.@+-]+)+/?|[\w@+-]+\.[A-Za-z0-9]{1,5})(?![\w/])")
 # Shows a file whole, or its start cut at a character boundary (iconv -c drops a split UTF-8 character; without
@@ -161,18 +161,30 @@ class _Reads:
         self.left -= CALL_BYTES
 
 
+def _resolve(path: str, workdir: str) -> str:
+    return posixpath.normpath(path if path.startswith("/") else posixpath.join(workdir, path))
+
+
+def probed_paths(instruction: str, workdir: str, deliverables: Sequence[str]) -> list[str]:
+    """What the probe looks for: the paths the instruction names and the deliverables (one may exist already: a
+    program to repair is read before the work like any input)."""
+    wd = workdir or "/"
+    return list(dict.fromkeys([*named_paths(instruction, wd), *(_resolve(d, wd) for d in deliverables)]))
+
+
 def inspection_steps(instruction: str, workdir: str, deliverables: Sequence[str],
                      found: Probe | None = None) -> tuple[list[str], list[str]]:
     """(steps before the work: look around, read each input; steps after: look at each deliverable). Inputs are
-    the named paths that exist before the work (`found`; unknown: all that are not deliverables); outputs the
-    deliverables, else the named paths that do not exist yet."""
+    the named paths and deliverables that exist before the work (`found`; without a probe: the named paths that are
+    not deliverables); outputs the deliverables, else the named paths that do not exist yet."""
     wd = workdir or "/"
-    existing: Collection[str] | None = found.existing if found is not None else None
-    produced = [posixpath.normpath(d) for d in deliverables]
+    produced = [_resolve(d, wd) for d in deliverables]
     named = named_paths(instruction, wd)
-    inputs = [p for p in named if p not in produced and not any(p.startswith(d + "/") for d in produced)
-              and (existing is None or p in existing)]
-    outputs = produced or [p for p in named if p not in inputs and (existing is None or p not in existing)]
+    if found is None:
+        inputs = [p for p in named if p not in produced and not any(p.startswith(d + "/") for d in produced)]
+    else:
+        inputs = [p for p in probed_paths(instruction, wd, deliverables) if p in found.existing]
+    outputs = produced or [p for p in named if p not in inputs and (found is None or p not in found.existing)]
     reads = _Reads()
     for p in inputs[:MAX_READS]:
         if reads.left < 300:

@@ -20,7 +20,7 @@ from skill2env_dagster.llm.tools import ChatMessage, RequestedCall, ToolChat, To
 from skill2env_dagster.models.rollout import RolloutKind
 from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
-from skill2env_dagster.rollouts.inspection import Probe, existing_probe, inspection_steps, named_paths
+from skill2env_dagster.rollouts.inspection import Probe, existing_probe, inspection_steps, probed_paths
 from skill2env_dagster.rollouts.sandbox import Sandbox
 from skill2env_dagster.rollouts.script_steps import agent_steps, split_commands
 from skill2env_dagster.rollouts.tools import BASH
@@ -85,14 +85,13 @@ class OraclePolicy:
         work = reference_steps(self.solution_dir or task.solution_dir, config.solution.env)
         delivered = config.metadata.get("blueprint_deliverables")
         instruction, workdir = task.instruction.read_text(encoding="utf-8"), config.environment.workdir or "/"
-        named = named_paths(instruction, workdir)
-        found = None
-        if named:  # which named paths exist before the work, and their sizes: a read-only probe, not in the episode
-            probe = sandbox.exec(existing_probe(named), 30)
+        deliverables = [str(d) for d in delivered] if isinstance(delivered, list) else []
+        paths, found = probed_paths(instruction, workdir, deliverables), None
+        if paths:  # which of them exist before the work, and their sizes: a read-only probe, not in the episode
+            probe = sandbox.exec(existing_probe(paths), 30)
             if probe.exit_code == 0:
                 found = Probe.parse(probe.head.decode("utf-8", "replace"), complete=not probe.tail)
-        before, after = inspection_steps(instruction, workdir,
-                                         [str(d) for d in delivered] if isinstance(delivered, list) else [], found)
+        before, after = inspection_steps(instruction, workdir, deliverables, found)
         self.steps = [*before, *work, *after]
 
     def act(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> ToolTurn:

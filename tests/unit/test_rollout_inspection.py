@@ -17,6 +17,7 @@ from skill2env_dagster.rollouts.inspection import (
     existing_probe,
     inspection_steps,
     named_paths,
+    probed_paths,
 )
 
 
@@ -27,8 +28,8 @@ def _bash(command: str) -> str:
 
 
 def _steps(text: str, wd: Path, deliverables: list[str] | None = None) -> tuple[list[str], list[str]]:
-    named = named_paths(text, str(wd))
-    found = Probe.parse(subprocess.run(["bash", "-c", existing_probe(named)], capture_output=True, text=True,
+    paths = probed_paths(text, str(wd), deliverables or [])
+    found = Probe.parse(subprocess.run(["bash", "-c", existing_probe(paths)], capture_output=True, text=True,
                                        check=True).stdout)
     return inspection_steps(text, str(wd), deliverables or [], found)
 
@@ -111,3 +112,15 @@ def test_without_a_probe_each_input_is_still_read_within_one_call(tmp_path: Path
     before, _ = inspection_steps(f"Every file in {app}/in is a record.", str(app), [], None)
     out = _bash(before[1])
     assert "not shown]" in out and "and any later files not read here]" in out
+
+
+def test_a_program_to_repair_is_read_before_the_work(tmp_path: Path):
+    """A deliverable that exists before the work (a broken script to fix) is an input too: an independent judge
+    docked a reference that patched lines of a script the episode never displayed."""
+    app = tmp_path / "app"
+    (app / "bin").mkdir(parents=True)
+    (app / "bin" / "check-register").write_text("#!/usr/bin/env python3\nprint('broken')  # the line to fix\n")
+    text = "The checker reports the wrong rows; fix it."  # named only as the deliverable
+    before, after = _steps(text, app, [f"{app}/bin/check-register"])
+    assert "# the line to fix" in "\n".join(_bash(s) for s in before[1:])
+    assert f"show {app}/bin/check-register" in after[0]
