@@ -225,6 +225,16 @@ def test_cut_output_never_splits_a_character():
     assert render_output(whole, cap=100)[0] == "bad \ufffd byte"  # invalid bytes still show as such
 
 
+class ProbedSandbox(MemorySandbox):
+    """Answers the Oracle's probe (rollouts.inspection.existing_probe): the task's input exists, 3 bytes."""
+
+    def exec(self, command: str, timeout: float) -> CommandResult:
+        if command.startswith("for p in "):
+            self.commands.append(command)
+            return CommandResult(0, head=b"F\t3\t/app/data.txt\n", total_bytes=17)
+        return super().exec(command, timeout)
+
+
 def test_the_oracle_reaches_the_judge_as_an_agents_steps(tmp_path):
     """solve.sh's commands, one bash call each, with no /solution path and no cheat in sight."""
     from skill2env_dagster.rollouts.policy import OraclePolicy
@@ -238,9 +248,9 @@ def test_the_oracle_reaches_the_judge_as_an_agents_steps(tmp_path):
     (sol / "lib" / "count.py").write_text("import sys\nprint(sum(1 for _ in open(sys.argv[1])))\n")
     (sol / "cheats").mkdir()
     (sol / "cheats" / "echo_seven.sh").write_text("#!/bin/bash\necho 7 > /app/answer.txt\n")
-    sb = MemorySandbox()
+    sb = ProbedSandbox()
     r, traj = _run(task, OraclePolicy(), sb, tmp_path)
-    assert sb.commands[0].startswith("for p in /app/data.txt /app/answer.txt; do [ -e")  # probe, not in the episode
+    assert sb.commands[0].startswith("for p in /app/data.txt /app/answer.txt; do if [ -d")  # probe, not in the episode
     steps = sb.commands[1:]
     assert (r.stop, r.scored, r.tool_calls) == (StopReason.AGENT_DONE, True, len(steps))
     # A look around and at the inputs the task names, the work, a look at the result.
@@ -248,7 +258,8 @@ def test_the_oracle_reaches_the_judge_as_an_agents_steps(tmp_path):
     assert steps[2].startswith("mkdir -p /tmp/work/lib && cat > /tmp/work/lib/count.py <<'EOF'")
     assert steps[3:5] == ["set -euo pipefail\ncd /app\npython3 /tmp/work/lib/count.py data.txt > answer.txt",
                           "set -euo pipefail\ncd /app\ncat answer.txt"]
-    assert steps[5].startswith("for f in /app/answer.txt; do ls -la")  # the output, looked at after
+    assert "show /app/data.txt" in steps[1]  # the input the probe found
+    assert steps[5].endswith("ls -la /app/answer.txt && show /app/answer.txt 5000")  # the output, looked at after
     text = traj.to_json()
     for hidden in ("/solution", "cheats", "echo_seven", "wrong.sh", "reference solution"):
         assert hidden not in text
