@@ -31,7 +31,8 @@ from typing import Any
 import yaml
 
 from skill2env_dagster.gates.mutants import Doc, Family, Mutant, _fields, _with_field, parse, render
-from skill2env_dagster.gates.outputs import OutputUnit, Shape, classify
+from skill2env_dagster.gates.outputs import OutputFile, OutputUnit, Shape, classify
+from skill2env_dagster.gates.sqlite_files import Edit, SqlTable, is_sqlite, read_tables, rewritten
 
 THRESHOLD = 0.5  # a baseline scoring this or more on any metric rejects the task
 MAX_INPUT_FILES = 400
@@ -112,6 +113,10 @@ def sources_from_tar(archive: bytes, skip: Iterable[str]) -> list[Source]:
                 continue
             data = tar.extractfile(info)
             raw = data.read() if data else b""
+            if is_sqlite(raw):
+                total += len(raw)
+                out += db_sources(path, raw)
+                continue
             if b"\0" in raw:
                 continue
             try:
@@ -123,6 +128,11 @@ def sources_from_tar(archive: bytes, skip: Iterable[str]) -> list[Source]:
             if len(out) >= MAX_INPUT_FILES:
                 break
     return out
+
+
+def db_sources(path: str, data: bytes) -> list[Source]:
+    """An SQLite input as a generic tool dumps it: each table as CSV (`PATH#TABLE.csv`)."""
+    return [Source(f"{path}#{t.name}.csv", t.csv()) for t in read_tables(data, MAX_RECORDS)]
 
 
 def _cells(values: Iterable[Any]) -> tuple[str, ...]:
@@ -636,13 +646,85 @@ def baselines(units: list[OutputUnit], sources: list[Source], max_bytes: int = 4
     if not units or not inputs.sources:
         return []
     out: list[Mutant] = []
-    lays = {f.path: _layout_of(f.data, f.path, inputs) for u in units for f in u.files
-            if f.base is None and len(f.data) <= max_bytes}
-    for b in [*BASELINES, *grep_baselines([x for x in lays.values() if isinstance(x, Layout)])]:
+    files = [f for u in units for f in u.files if len(f.data) <= max_bytes]
+    dbs = {f.path: db for f in files if (db := DbOutput.of(f, inputs)) is not None}
+    lays = {f.path: _layout_of(f.data, f.path, inputs) for f in files if f.base is None and f.path not in dbs}
+    keyed = [x for x in lays.values() if isinstance(x, Layout)] + [x for db in dbs.values() for x in db.layouts]
+    for b in [*BASELINES, *grep_baselines(keyed)]:
         content = {p: _answer(b, lay, inputs) for p, lay in lays.items()}
+        content |= {p: a for p, db in dbs.items() if (a := db.answer(b, inputs)) is not None}
         if any(content.values()):
             out.append(_blind(b.name, b.description, _complete(units, content)))
     return out + _counted(units, inputs, max_bytes) + _echoes(units, inputs)
+
+
+@dataclass(frozen=True)
+class DbOutput:
+    """An SQLite deliverable, table by table: the Oracle's rows of each table whose records name input items (the
+    input tables include the database's own image version when the Oracle edits it in place). A baseline writes
+    its records into the tables (a database it creates: the tables emptied first, the others left empty), or, in
+    place, updates the columns the Oracle changed on the rows it chooses; nothing else of the file changes."""
+
+    data: bytes
+    base: bytes | None
+    tables: tuple[SqlTable, ...]
+    layouts: tuple[Layout, ...]
+    changed: tuple[tuple[str, ...], ...]  # in place: the columns the Oracle changed, per table
+
+    @classmethod
+    def of(cls, f: OutputFile, inputs: Inputs) -> DbOutput | None:
+        if not is_sqlite(f.data):
+            return None
+        base = {t.name: t for t in read_tables(f.base, MAX_RECORDS)} if is_sqlite(f.base) and f.base else None
+        found: list[tuple[SqlTable, Layout, tuple[str, ...]]] = []
+        for t in read_tables(f.data, MAX_RECORDS):
+            records = t.records()
+            lay = layout(Doc(Shape.JSON, None, tuple(records), original=records), inputs) if records else None
+            if lay is None or lay.key is None:
+                continue
+            cols = _changed(base.get(t.name), t, t.columns[lay.key]) if base is not None else t.columns
+            if cols:
+                found.append((t, lay, cols))
+        if not found:
+            return None
+        return cls(f.data, f.base if base is not None else None, tuple(x[0] for x in found),
+                   tuple(x[1] for x in found), tuple(x[2] for x in found))
+
+    def answer(self, b: Baseline, inputs: Inputs) -> bytes | None:
+        """The database as this baseline leaves it; None when it changes nothing."""
+        edits = []
+        for t, lay, cols in zip(self.tables, self.layouts, self.changed, strict=True):
+            chosen = b.choose(lay.items, inputs)
+            if self.base is None:
+                edits.append(Edit(t.name, _records(lay, chosen, b.fill(inputs), b.every_label)))
+                continue
+            key, fill = t.columns[lay.key or 0], _not_from_itself(b.fill(inputs))
+            rows = [_record(lay, item, fill) for item in chosen]
+            edits.append(Edit(t.name, tuple({c: r[c] for c in (key, *cols)} for r in rows), key))
+        if self.base is not None:
+            done = rewritten(self.base, edits)
+            return None if done is None or done == self.base else done
+        others = [n.name for n in read_tables(self.data, 0) if n.name not in {t.name for t in self.tables}]
+        return rewritten(self.data, edits, cleared=others)
+
+
+def _changed(base: SqlTable | None, now: SqlTable, key: str) -> tuple[str, ...]:
+    """Columns whose value the Oracle changed on a row the image already had (matched by the key column)."""
+    if base is None or base.columns != now.columns:
+        return ()
+    before = {r[key]: r for r in base.records()}
+    return tuple(c for c in now.columns if c != key
+                 and any(r[key] in before and before[r[key]][c] != r[c] for r in now.records()))
+
+
+def _not_from_itself(fill: Fill) -> Fill:
+    """In place, a field is not copied from the very cell it fills (the row's own old value)."""
+    def inner(lay: Layout, item: Item, i: int) -> Any:
+        name = _header_name(lay, i)
+        keep = [j for j, h in enumerate(item.header) if h.strip().lower() != name]
+        return fill(lay, Item(item.key, item.text, tuple(item.row[j] for j in keep if j < len(item.row)),
+                              tuple(item.header[j] for j in keep)), i)
+    return inner
 
 
 def judge(metrics: dict[str, float]) -> tuple[bool, str]:

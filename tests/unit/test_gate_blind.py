@@ -6,14 +6,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 
 from skill2env_dagster.gates import blind
 from skill2env_dagster.gates.mutants import Family
 from skill2env_dagster.gates.outputs import OutputFile, OutputUnit
+from skill2env_dagster.gates.sqlite_files import Edit, read_tables, rewritten
 
 
 def _unit(path: str, text: str) -> OutputUnit:
     return OutputUnit(path, (OutputFile(path, text.encode()),))
+
+
+def _unit_bytes(path: str, data: bytes) -> OutputUnit:
+    return OutputUnit(path, (OutputFile(path, data),))
 
 
 def _answers(units: list[OutputUnit], sources: list[blind.Source]) -> dict[str, dict[str, str]]:
@@ -134,3 +140,77 @@ def test_a_count_answer_gets_the_counts_a_blind_tool_would_give() -> None:
     assert got["count[lines of /app/data.txt]"]["/app/answer.txt"] == "3\n"  # wc -l is the answer: rejected
     totals = _answers([_unit("/app/totals.json", '{"north": 12, "south": 4.5}')], sources)
     assert any(json.loads(files["/app/totals.json"]) == {"north": 3, "south": 3.0} for files in totals.values())
+
+
+# --- SQLite deliverables and inputs (seen with a capable model: a triage written into a helpdesk mirror in place
+# had its skill-blind battery skipped) -------------------------------------------------------------------------
+
+SCHEMA = "CREATE TABLE tickets (id TEXT PRIMARY KEY, subject TEXT, status TEXT, category TEXT);"
+OLD = [(f"T-{i:03d}", "customer charged twice" if i % 2 else "cannot log in", "triaged",
+        "Billing" if i % 2 else "Account") for i in range(8)]
+NEW = [(f"T-{i:03d}", "charged twice for May" if i % 2 else "cannot log in since reset", "new", None)
+       for i in range(8, 12)]
+
+
+def _db(rows: list[tuple]) -> bytes:
+    con = sqlite3.connect(":memory:")
+    con.executescript(SCHEMA)
+    con.executemany("INSERT INTO tickets VALUES (?, ?, ?, ?)", rows)
+    con.commit()
+    data = con.serialize()
+    con.close()
+    return data
+
+
+def _rows(data: bytes) -> dict[str, tuple]:
+    return {t.name: {r[0]: r for r in t.rows} for t in read_tables(data, 100)}["tickets"]
+
+
+def test_a_database_edited_in_place_gets_the_battery_from_its_own_tables() -> None:
+    """The signal words of a runbook table decide the category of each new ticket: the table parser joins them,
+    as a generic tool would, and writes them into the database in place; nothing else of the file changes."""
+    base = _db(OLD + NEW)
+    oracle = _db(OLD + [(i, s, "triaged", "Billing" if "charged" in s else "Account") for i, s, _, _ in NEW])
+    unit = OutputUnit("/app/helpdesk/queue.db", (OutputFile("/app/helpdesk/queue.db", oracle, 0o644, base),))
+    sources = [*blind.db_sources("/app/helpdesk/queue.db", base), blind.Source("/app/helpdesk/RUNBOOK.md", TABLE)]
+    assert next(s.path for s in sources) == "/app/helpdesk/queue.db#tickets.csv"
+    got = {m.name: dict(m.writes)["/app/helpdesk/queue.db"] for m in blind.baselines([unit], sources)}
+    parsed = _rows(got["table_parser"])
+    assert {i: parsed[i][2:] for i, *_ in NEW} == {i: r[2:] for i, r in _rows(oracle).items() if i >= "T-008"}
+    assert {i: parsed[i] for i, *_ in OLD} == {r[0]: r for r in OLD}  # rows it did not choose are untouched
+    everything = _rows(got["list_everything"])
+    assert {r[3] for r in everything.values()} == {"Billing"} or {r[3] for r in everything.values()} == {"Account"}
+
+
+def test_a_database_the_oracle_creates_is_written_by_the_baselines_and_nothing_else_of_it_is_kept() -> None:
+    oracle = _db(OLD)
+    con = sqlite3.connect(":memory:")
+    con.deserialize(oracle)
+    con.executescript("CREATE TABLE secrets (answer TEXT); INSERT INTO secrets VALUES ('the expected answer');")
+    con.commit()
+    oracle = con.serialize()
+    con.close()
+    sources = [blind.Source("/app/cases.csv", "id,subject\n" + "".join(f"{r[0]},{r[1]}\n" for r in OLD + NEW))]
+    got = {m.name: dict(m.writes)["/app/out.db"] for m in blind.baselines([_unit_bytes("/app/out.db", oracle)],
+                                                                           sources)}
+    tables = {t.name: t for t in read_tables(got["list_everything"], 1000)}
+    assert {r[0] for r in tables["tickets"].rows} == {r[0] for r in OLD + NEW} and not tables["secrets"].rows
+
+
+def test_an_sqlite_input_in_a_docker_archive_is_read_as_tables() -> None:
+    import tarfile
+
+    buf = io.BytesIO()
+    data = _db(OLD)
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("app/queue.db")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    (src,) = blind.sources_from_tar(buf.getvalue(), ())
+    assert src.path == "/app/queue.db#tickets.csv" and src.text.splitlines()[:2] == [
+        "id,subject,status,category", "T-000,cannot log in,triaged,Account"]
+
+
+def test_a_hostile_database_is_not_a_crash() -> None:
+    assert read_tables(b"SQLite format 3\x00" + b"\xff" * 600, 10) == []
+    assert rewritten(b"SQLite format 3\x00garbage", [Edit("t", ({"a": 1},))]) is None
