@@ -145,17 +145,7 @@ def _robustness(s: GateSettings, limits: CreatorLimits) -> list[Rule]:
                  "`reorder` and `duplicate` are information only."),
         ]
     if s.mutation_testing and s.blind_baselines:
-        out.append(Rule((C.SKILL_BLIND_BASELINE_PASSED,), "robustness",
-                        "Skill-blind baselines: tools that never read the skill answer in the Oracle's output "
-                        "format (its files, record layout and field names) from the image's files under the "
-                        "working directory: every item the inputs offer under every label, the items with the most "
-                        "lines or words, items with an alarm word (error, missing, late, todo...), `grep -l` and "
-                        "`grep -L` of the inputs' own frequent words, every first-column value of the input "
-                        "tables, a generic table parser that copies cells by column name and joins rows across "
-                        "tables, line/file/row counts for numeric answers, and an input file of the same kind "
-                        f"copied as the answer. Each must score below {blind.THRESHOLD:g} on every metric (one "
-                        f"metric at {blind.THRESHOLD:g} or more rejects): a task whose answer a generic tool finds "
-                        "is not about the skill, so the skill's rules and conditions must decide it."))
+        out.append(Rule((C.SKILL_BLIND_BASELINE_PASSED,), "robustness", battery_rule()))
     if s.run_cheats:
         out.append(Rule((C.SHORTCUT_PASSED, C.TAMPER_DETECTED), "robustness",
                         f"Each solution/cheats/<name>.sh runs from the untouched environment like a solution and "
@@ -225,3 +215,32 @@ def rejection_codes(root: Path = PACKAGE) -> set[ReasonCode]:
             found.update(re.findall(r"\bC\.([A-Z_]+)\b", f.read_text(encoding="utf-8")))
     codes = {ReasonCode[name] for name in found if name in ReasonCode.__members__}
     return codes - NOT_VERDICTS
+
+
+def battery_rule() -> str:
+    """The skill-blind battery as it runs (gates/blind.py): its baselines' names and descriptions come from the
+    battery itself, and what each keeps of the Oracle's answer is said, since that decides which metrics it
+    passes. Also offered before the freeze by `check` with a draft reference solution."""
+    named = "; ".join(f"`{b.name}` ({b.description})" for b in blind.BASELINES)
+    return (
+        "Skill-blind baselines: generic tools that never read the skill. They read the text files under the image's "
+        "working directory (an SQLite file there as one CSV table per SQL table) and write every output the Oracle "
+        "wrote, in its format. For a data output (CSV/TSV, JSON, YAML, JSON lines, one item per line, or an SQLite "
+        "table) whose records name input items in one field (a file or folder path in any form, a value of an "
+        "input table's column, or a token shaped like the Oracle's, e.g. T-104), each writes one record per item "
+        "it chooses, with that item in that field and every other field filled from the Oracle's own answer: the "
+        "value the Oracle wrote most often in that field, unless the baseline fills it itself: " + named
+        + f"; `grep[w]`/`grep_not[w]` (items with/without each of up to {blind.GREP_WORDS} frequent words of the "
+        "inputs). An SQLite database the Oracle edits in place gets the chosen rows' changed columns updated and "
+        "nothing else. A prose output gets alarm-word grep hits or every table's first column. An answer of "
+        "numbers with no item field (a count, a map of totals) gets `count[...]`: the Oracle's answer with EVERY "
+        "number replaced by one count a blind tool would give (lines of the largest inputs, with and without a "
+        "header, input files, table rows) and everything else - keys, labels, text - kept exactly as the Oracle "
+        "wrote it. `echo_input[n]` copies an input file with the output's suffix. An output they cannot write (a "
+        "program, another binary) is left empty; a file the Oracle modified goes back to its input version. "
+        f"Each baseline must score below {blind.THRESHOLD:g} on EVERY metric (one metric at {blind.THRESHOLD:g} or "
+        "more rejects). So a metric that reads only the item field, only the labels, or (for a numeric answer) "
+        "no number passes them: make the skill's rules and conditions decide which items are reported and which "
+        "values they get, and grade both. Before the freeze, `check` with `reference_solution` runs them on your "
+        "draft.")
+

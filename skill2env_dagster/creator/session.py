@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -357,9 +359,23 @@ class Session:
         return Outcome(f"blueprint set: rules {rules}; metrics {[c.metric for c in self.blueprint.acceptance]}{note}")
 
     def _tool_check(self, a: dict[str, Any]) -> Outcome:
+        reference = str(a.get("reference_solution") or "")
         if not self.draft.frozen:
             ok, text, _ = self._precheck()
-            return Outcome(text, failed=not ok)
+            if not reference:
+                return Outcome(text + "\n(mutants, skill-blind baselines and the tamper kit need the Oracle's "
+                               "answer: pass a draft solve.sh as `reference_solution` to run them before the freeze)",
+                               failed=not ok)
+            if not ok:
+                return Outcome(text + "\ntrial gate with your reference_solution: not run (fix the above first)",
+                               failed=True)
+            report = self._trial(reference)
+            return Outcome(f"{text}\n--- the whole gate on a throw-away copy of the draft, your reference_solution "
+                           "as solution/solve.sh (nothing of it was kept; cheats and wrong.sh come after the "
+                           f"freeze):\n{describe_report(report)}", failed=report.verdict is not GateVerdict.RETAINED)
+        if reference:
+            raise RefusalError("refused: reference_solution is for trials before the freeze; write "
+                               "solution/solve.sh now")
         report = self._gate()
         text = describe_report(report)
         if report.verdict is GateVerdict.REJECTED and not repairable(report):
@@ -430,6 +446,24 @@ class Session:
         lines.append(f"no-op (test.sh on the untouched environment): {v.metrics} -> "
                      + ("ok, every metric 0" if zero else "FAIL: every metric must be 0 (nop_failed)"))
         return ok and zero, "\n".join(lines), sorted(v.metrics)
+
+    def _trial(self, solve_sh: str) -> GateReport:
+        """The whole gate on a copy of the unfrozen draft with a draft reference solution; the copy is removed."""
+        scratch = Path(tempfile.mkdtemp(prefix=".trial-", dir=self.draft.dir.root.parent))
+        try:
+            copy = scratch / self.draft.dir.root.name
+            shutil.copytree(self.draft.dir.root, copy, ignore=shutil.ignore_patterns("solution"))
+            (copy / "solution").mkdir()
+            script = copy / "solution" / "solve.sh"
+            script.write_text(solve_sh, encoding="utf-8")
+            script.chmod(0o755)
+            self.state.gate_runs += 1
+            report = self.gate(copy)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if report.verdict is GateVerdict.INFRA_FAILED:
+            raise InfraError(report.reason or ReasonCode.INTERNAL_ERROR, describe_report(report)[:1000])
+        return report
 
     def _gate(self) -> GateReport:
         """The whole gate on the draft; the last report again while the draft is unchanged (`reused`)."""

@@ -83,8 +83,14 @@ def tool_specs(patterns: list[str]) -> list[dict[str, Any]]:
              "items": {"type": "integer", "minimum": 1, "description": "Records/cases/documents to handle."}},
             ["objective", "rules", "metrics", "challenges", "deliverables", "naive_failure"]),
         _fn("check", "Run the gate's own stages on the draft and show their evidence. Before the freeze: the "
-            "static checks, the image build and the no-op (your verifier on the untouched world). After it: the "
-            "whole gate (Oracle, no-op, wrong.sh, mutants, your cheats, the tamper kit).", {}, []),
+            "static checks, the image build and the no-op (your verifier on the untouched world); with "
+            "`reference_solution`, also the whole gate on a throw-away copy of the draft with that script as "
+            "solution/solve.sh (Oracle, mutants, skill-blind baselines, tamper kit), so that a weak verifier is "
+            "found while tests/ can still change. After the freeze: the whole gate (Oracle, no-op, wrong.sh, "
+            "mutants, skill-blind baselines, your cheats, the tamper kit).",
+            {"reference_solution": _str("Before the freeze only: a draft of solution/solve.sh (a bash script) to "
+                                        "try the whole gate with. Not kept: after the freeze write "
+                                        "solution/solve.sh itself.")}, []),
         _fn("freeze", "Close environment/, instruction.md and tests/ for good. Refused unless the blueprint is "
             "set, the static checks pass, and the no-op scores 0 on exactly the blueprint's metrics.", {}, []),
         _fn("submit", "Hand the task to the final gate (needs the freeze, solution/solve.sh and at least two "

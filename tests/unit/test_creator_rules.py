@@ -71,3 +71,18 @@ def test_the_scan_covers_the_creator_package_but_not_the_rules_module():
     root = Path(__file__).resolve().parents[2] / "skill2env_dagster"
     assert (root / "creator" / "rules.py").is_file()
     assert ReasonCode.CREATOR_BUDGET_EXHAUSTED in rejection_codes(root)  # named by the session, not only the rules
+
+
+def test_the_battery_rule_names_every_baseline_and_what_it_keeps_of_the_oracles_answer():
+    """Seen with a capable model: the rule said "line/file/row counts for numeric answers" without saying that the
+    rest of the Oracle's answer is kept, so a metric reading no number passes them."""
+    from skill2env_dagster.gates import blind
+
+    text = system_prompt(GateSettings(), CreatorLimits())
+    for b in blind.BASELINES:
+        assert f"`{b.name}` ({b.description})" in text
+    for phrase in ("`count[...]`", "everything else - keys, labels, text - kept exactly as the Oracle wrote it",
+                   "`echo_input[n]`", "`grep[w]`", "SQLite", "below 0.5 on EVERY metric", "`reference_solution`"):
+        assert phrase in text, phrase
+    assert "skill-blind" not in system_prompt(GateSettings(blind_baselines=False), CreatorLimits()).split(
+        "## The gate's rules")[1].lower().split("tamper kit")[0]

@@ -5,6 +5,7 @@ of bad model behaviour ends the candidate with a recorded reason, never an excep
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -240,6 +241,32 @@ def test_the_difficulty_pattern_list_is_the_same_in_every_conversation(ctx, exam
         "properties"]["challenges"]["items"]["properties"]["pattern"]["enum"]
     assert enum == sorted(p.id for p in load_patterns().patterns)
     assert f"- {pattern(ctx)} (" in chat.seen[0][1]["content"]
+
+
+def test_before_the_freeze_a_draft_reference_runs_the_whole_gate_on_a_throw_away_copy(ctx, tmp_path):
+    """Seen with a capable model: the skill-blind baselines (which need the Oracle's answer) first showed up as the
+    rejection after the freeze. Now `check` takes a draft solve.sh before it and runs the whole gate."""
+    seen: list[tuple[Path, str, bool]] = []
+
+    def gate(task_dir: Path):
+        solve = task_dir / "solution" / "solve.sh"
+        seen.append((task_dir, solve.read_text(), os.access(solve, os.X_OK)))
+        return SHORTCUT if len(seen) == 1 else RETAINED
+
+    blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": pattern(ctx)}]}
+    turns = [[("set_blueprint", blueprint), *writes(TASK), ("check", {"reference_solution": SOLVE})],
+             [("freeze", {}), ("check", {"reference_solution": SOLVE})], [*solved(), ("submit", {})]]
+    b, _, _, _ = author(ctx, tmp_path, turns, gate=gate)
+    results = tool_results(b)
+    trial = results[len(TASK) + 1]
+    assert "no-op (test.sh on the untouched environment)" in trial and "the whole gate on a throw-away copy" in trial
+    assert "FAIL mutants (shortcut_passed)" in trial
+    assert seen[0][1:] == (SOLVE, True) and not seen[0][0].exists()  # the copy is gone
+    assert results[len(TASK) + 3].startswith("refused: reference_solution is for trials before the freeze")
+    assert b.status == "retained" and b.creator[0].gate_runs == 4  # no-op, trial, the freeze's no-op, final gate
+    plain = [[("set_blueprint", blueprint), *writes(TASK), ("check", {})]]
+    b2, _, _, _ = author(ctx, tmp_path / "2", plain, limits=CreatorLimits(max_candidates=1, max_turns=2, nudges=0))
+    assert "pass a draft solve.sh as `reference_solution`" in tool_results(b2)[-1]
 
 
 def test_no_candidate_failure_stops_its_siblings(examples_dir, tmp_path):
