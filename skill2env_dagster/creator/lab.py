@@ -133,7 +133,8 @@ class DockerWorkbench:
         """A regular file of the workbench container; ValueError when it is not one or is too large. Read through
         the engine, or (a tmpfs such as /tmp, which the engine's archive does not show) with `cat` inside."""
         if self._sb is None:
-            raise ValueError("nothing has run yet: the workbench starts with the first `run`")
+            raise ValueError("no workbench container is running: one starts with the next `run` (files made in a "
+                             "container that stopped are gone)")
         try:
             tree = self._sb.sandbox.read_tree(path, max_bytes)
         except docker.errors.NotFound:
@@ -146,6 +147,10 @@ class DockerWorkbench:
         res = self._sb.sandbox.trial.sh(_CAT, 60, args=(path, str(max_bytes)))
         if res.exit_code == 0:
             return res.output
+        if res.died or not self._sb.sandbox.trial.alive():
+            self.close(keep=self._last_image())
+            raise ValueError("the workbench container has stopped (something run in it killed its processes); "
+                             "the next `run` starts a fresh one, and files made in the old one are gone")
         why = {3: "no such regular file in the workbench", 4: f"larger than {max_bytes} bytes"}
         raise ValueError(f"{path}: {why.get(res.exit_code or 0, 'could not be read')}")
 

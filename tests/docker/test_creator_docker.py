@@ -6,6 +6,7 @@ the gate finds weak after its freeze is replaced by a second one that was shown 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -102,5 +103,13 @@ def test_a_command_that_kills_the_workbench_gets_a_fresh_one(docker_client, tmp_
         assert killed.result.exit_code is None and "workbench container stopped" in killed.note
         again = bench.run("cat /app/x 2>&1; echo alive", 30)
         assert again.result.exit_code == 0 and b"alive" in again.result.head and b"up" not in again.result.head
+        # Killed after the command returned (seen: a background sweep): keep_file says so instead of crashing.
+        assert bench.run("echo y > /tmp/y; (sleep 1; kill -9 -1) >/dev/null 2>&1 &", 30).result.exit_code == 0
+        time.sleep(4)
+        with pytest.raises(ValueError, match="workbench container has stopped"):
+            bench.fetch("/tmp/y", 1024)
+        with pytest.raises(ValueError, match="no workbench container is running"):
+            bench.fetch("/tmp/y", 1024)
+        assert bench.run("echo back", 30).result.exit_code == 0
     finally:
         bench.close()
