@@ -109,13 +109,16 @@ def _snapshot_requests(instance: dg.DagsterInstance, repo: Any, job_name: str, c
 
 
 def _pipeline_requests(instance: dg.DagsterInstance, repo: Any, snap_dir: Any, current: str) -> list[dg.RunRequest]:
-    """One run per skill with work, selecting what the scan says is missing (all of the job when the scan cannot
+    """One run per skill with work, selecting what the scan says is missing (the whole chain when the scan cannot
     prove the partition's state: Dagster then re-runs what it must). Work is judged by each skill's final verdict
     - its snapshot's, after the model's second opinion (the crawl's only without a snapshot) - so a skill the
-    opinion cleared is planned, and one it screened out gets its stale downstream re-run as skipped."""
+    opinion cleared is planned, and one it screened out gets its stale downstream re-run as skipped. The whole
+    chain leaves out a snapshot the scan finds fresh: this stage starts only once the snapshot batches have
+    finished, and a second materialisation of the same snapshot would be a second record of one crawl."""
     job = repo.get_job(PIPELINE_JOB)
-    scan = FreshnessScan(instance, repo.asset_graph, job_chain(job, repo.asset_graph), None,
-                         CREATION_SETTINGS_METADATA)
+    chain = job_chain(job, repo.asset_graph)
+    snapshot = dg.AssetKey(SNAPSHOT.name)
+    scan = FreshnessScan(instance, repo.asset_graph, chain, None, CREATION_SETTINGS_METADATA)
     crawled = set(_eligible(snap_dir))
     requests = []
     for key in sorted(instance.get_dynamic_partitions(SKILLS_PARTITION)):
@@ -123,7 +126,8 @@ def _pipeline_requests(instance: dg.DagsterInstance, repo: Any, snap_dir: Any, c
         plan = scan.plan(key, eligible=key in crawled if verdict is None else verdict)
         if plan is not None and not plan.selection:
             continue
-        selection = None if plan is None else [dg.AssetKey(n) for n in plan.selection]
+        selection = ([a for a in chain if a != snapshot or scan.needs(snapshot, key)] if plan is None
+                     else [dg.AssetKey(n) for n in plan.selection])
         requests.append(dg.RunRequest(job_name=PIPELINE_JOB, partition_key=key, run_key=f"{current}:{key}",
                                       asset_selection=selection,
                                       tags={"skill2env/skill": key, SNAPSHOT_TAG: current, STAGE_TAG: "pipeline"}))

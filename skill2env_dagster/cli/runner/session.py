@@ -356,15 +356,20 @@ class Session:
 
 def _fresh_then(fresh: list[str], rest: Generator[PartitionOutcome, None, None], batched: set[str]
                 ) -> Generator[PartitionOutcome, None, None]:
-    """Fresh partitions first: those whose snapshot a batch run just made ran (in that batch), the rest were up to
-    date already."""
+    """Fresh partitions first, then the others: a partition whose snapshot a batch run just made ran (in that
+    batch) even when nothing else was left to do - also one the scan could not call fresh (a snapshot whose second
+    opinion failed is never provably fresh) that Dagster then found up to date."""
     with contextlib.closing(rest):
         for key in fresh:
-            if key in batched:
-                yield PartitionOutcome(key=key, status="ran", materialized=[SNAPSHOT.name])
-            else:
-                yield PartitionOutcome(key=key, status="up_to_date")
-        yield from rest
+            yield _batched(PartitionOutcome(key=key, status="up_to_date"), batched)
+        for outcome in rest:
+            yield _batched(outcome, batched)
+
+
+def _batched(outcome: PartitionOutcome, batched: set[str]) -> PartitionOutcome:
+    if outcome.status != "up_to_date" or outcome.key not in batched:
+        return outcome
+    return outcome.model_copy(update={"status": "ran", "materialized": [SNAPSHOT.name, *outcome.materialized]})
 
 
 def summarise(outcomes: list[PartitionOutcome], workers: int) -> WorkDone:
