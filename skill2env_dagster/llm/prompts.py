@@ -28,15 +28,18 @@ def prompts_dir(override: Path | str | None = None) -> Path:
     return Path(env) if env else PACKAGE_PROMPTS
 
 
-def untrusted(text: object, label: str = "skill_content") -> str:
+def untrusted(text: object, label: str = "skill_content", salt: object = "") -> str:
     """Fence untrusted text so instructions inside it read as data, and make the fence unforgeable.
 
-    The fence id is a hash of the content (deterministic, so cache keys stay stable); any `<<<`/`>>>` inside the
-    text is defanged, so the text cannot close the fence early or open a fake one.
+    The fence id is a hash of the content (deterministic, so cache keys stay stable), and of `salt` when given: the
+    judge salts an episode's fences with its rollout id, so two episodes with the same text (every no-op) do not
+    show the same ids. Any `<<<`/`>>>` inside the text is defanged, so the text cannot close the fence early or open
+    a fake one.
     """
     raw = "" if text is None else str(text)
     safe = raw.replace(_OPEN, "‹‹‹").replace(_CLOSE, "›››")
-    tag = sha256_bytes(raw.encode("utf-8", "surrogatepass"))[:12]
+    keyed = f"{salt}\0{raw}" if salt else raw
+    tag = sha256_bytes(keyed.encode("utf-8", "surrogatepass"))[:12]
     return f"{_OPEN}UNTRUSTED {label} id={tag}{_CLOSE}\n{safe}\n{_OPEN}END UNTRUSTED {label} id={tag}{_CLOSE}"
 
 

@@ -61,6 +61,13 @@ class RolloutKind(StrEnum):
     NOOP = "noop"  # no action at all: the judge's lower reference
 
 
+# Hardening's replay of the previous version's solution on a rebuilt task: an Oracle episode under this name.
+PREVIOUS_SOLUTION = "previous_solution"
+# The solver names the references use in their rollout ids (`runner.rollout_id`): a solver configuration may not
+# take one, else its episodes would share the reference's trajectory file and its verdict.
+RESERVED_SOLVER_NAMES = frozenset({RolloutKind.ORACLE.value, RolloutKind.NOOP.value, PREVIOUS_SOLUTION})
+
+
 class StopReason(StrEnum):
     """Why the agent phase ended. The first four are normal ends (the verifier still runs)."""
 

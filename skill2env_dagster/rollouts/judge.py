@@ -163,7 +163,8 @@ class Judge:
     def messages(self, instruction: str, bullets: Sequence[Bullet], traj: AtifTrajectory,
                  workspace: str) -> list[dict[str, str]]:
         first = next((st.step_id for st in traj.steps if st.source == "agent"), None)
-        return render_messages(JUDGE_PROMPT, instruction=instruction, bullets=bullets,
+        # `episode` salts the fence ids of the trajectory and workspace (hashed: it names nothing to the judge).
+        return render_messages(JUDGE_PROMPT, instruction=instruction, bullets=bullets, episode=traj.session_id,
                                trajectory=render_trajectory(traj, self.settings.trajectory_chars),
                                first_step=first, steps_before=[st.source for st in traj.steps
                                                                if first is None or st.step_id < first],

@@ -17,15 +17,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from skill2env_dagster.llm.tools import ChatMessage, RequestedCall, ToolChat, ToolTurn
-from skill2env_dagster.models.rollout import RolloutKind
+from skill2env_dagster.models.rollout import PREVIOUS_SOLUTION, RolloutKind
 from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.rollouts.inspection import Probe, existing_probe, inspection_steps, probed_paths
 from skill2env_dagster.rollouts.sandbox import Sandbox
 from skill2env_dagster.rollouts.script_steps import agent_steps, split_commands
 from skill2env_dagster.rollouts.tools import BASH
-
-PREVIOUS_SOLUTION = "previous_solution"
 
 
 class Policy(Protocol):

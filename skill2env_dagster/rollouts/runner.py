@@ -22,6 +22,7 @@ from skill2env_dagster.llm.config import LLMConfig
 from skill2env_dagster.llm.tools import ToolChat
 from skill2env_dagster.models.plan import total_usage
 from skill2env_dagster.models.rollout import (
+    PREVIOUS_SOLUTION,
     Rollout,
     RolloutKind,
     SolverRollouts,
@@ -33,7 +34,7 @@ from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.calibration import calibrate
 from skill2env_dagster.rollouts.episode import EpisodeSpec, run_episode
-from skill2env_dagster.rollouts.policy import PREVIOUS_SOLUTION, ModelPolicy, NoopPolicy, OraclePolicy, Policy
+from skill2env_dagster.rollouts.policy import ModelPolicy, NoopPolicy, OraclePolicy, Policy
 from skill2env_dagster.rollouts.sandbox import SandboxFactory
 from skill2env_dagster.rollouts.settings import AgentLimits, RolloutSettings, solver_endpoint
 

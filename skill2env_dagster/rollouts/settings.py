@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from skill2env_dagster.llm.config import LLMConfig
 from skill2env_dagster.models.labels import check_label
-from skill2env_dagster.models.rollout import RewardForm
+from skill2env_dagster.models.rollout import RESERVED_SOLVER_NAMES, RewardForm
 from skill2env_dagster.reasons import InputError, ReasonCode
 
 SETTINGS_ENV = "S2E_ROLLOUTS"
@@ -52,6 +52,13 @@ class SolverConfig(Endpoint):
     @field_validator("name")
     @classmethod
     def _label(cls, v: str) -> str:
+        """A label, not a reference's name, and without "--": a rollout id (`task--solver--attempt`) then names
+        exactly one episode of one task (a task name may hold "--"; the solver and attempt parts cannot)."""
+        if v in RESERVED_SOLVER_NAMES:
+            raise ValueError(f"solver name {v!r} is reserved for a reference episode "
+                             f"({', '.join(sorted(RESERVED_SOLVER_NAMES))}); choose another")
+        if "--" in v:
+            raise ValueError(f"solver name {v!r} may not contain '--' (the separator of rollout ids)")
         return check_label(v)
 
 

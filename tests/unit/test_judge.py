@@ -117,3 +117,20 @@ def test_long_trajectories_keep_their_ends_within_the_budget():
     assert "shortened to their commands" in text and "more steps omitted" in text
     assert render_trajectory(_traj(0), 1000) == "(the agent took no step)"
     assert json.dumps(render_trajectory(_traj(1), 1000)).count("[step 3]") == 1
+
+
+def test_each_episode_has_its_own_fence_ids_and_keeps_them():
+    """Two episodes with the same text (every no-op: one empty turn, no change) showed the judge the same
+    trajectory and workspace ids across tasks; the ids are now salted with the episode's rollout id (hashed, so they
+    name nothing), and stay the same when the same episode is judged again (stable cache keys)."""
+    def ids(session: str) -> list[str]:
+        traj = _traj(0).model_copy(update={"session_id": session})
+        user = judge.messages("Count.", bullets_of(RUBRIC), traj, "0 path(s) changed")[1]["content"]
+        return re.findall(r"<<<UNTRUSTED (?:trajectory|workspace_diff) id=(\w+)>>>", user)
+
+    with FakeOpenAI(lambda body: judge_reply(body)) as srv:
+        judge = _judge(srv)
+        a, b = ids("task-a--noop--0"), ids("task-b--noop--0")
+    assert len(a) == len(b) == 2 and not set(a) & set(b)
+    assert ids("task-a--noop--0") == a
+    assert "noop" not in "".join(a + b)

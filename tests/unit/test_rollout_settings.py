@@ -3,6 +3,8 @@ fingerprints that feed the code versions say offline when no model is configured
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import SecretStr, ValidationError
 
@@ -60,3 +62,22 @@ def test_fingerprints_are_offline_without_a_model_and_never_hold_keys():
     assert online["solvers"][0]["model"] == "m" and online["solvers"][0]["attempts"] == 4
     assert "k" not in str(judge_fingerprint(RolloutSettings(), ONLINE)).split("'")
     assert judge_fingerprint(RolloutSettings(), ONLINE)["reward"]["form"] == "additive"
+
+
+@pytest.mark.parametrize("name", ["oracle", "noop", "previous_solution", "fast--1"])
+def test_a_solver_cannot_take_a_references_id_or_the_id_separator(name):
+    """A solver named `oracle` had the rollout id of the Oracle reference (`task--oracle--0`): the same trajectory
+    file, overwritten, and one verdict for two episodes. `--` in a name would let two tasks' ids meet."""
+    with pytest.raises(ValidationError, match=r"reserved for a reference|may not contain '--'"):
+        SolverConfig(name=name)
+
+
+def test_rollout_ids_name_one_episode_of_one_task():
+    from skill2env_dagster.rollouts.runner import TaskRef, plan_jobs
+
+    tasks = [TaskRef("skills__x--audit-v0", Path("a")), TaskRef("skills__x--audit-v0-h1", Path("b")),
+             TaskRef("skills__x", Path("c")), TaskRef("skills__x--audit", Path("d"))]
+    settings = RolloutSettings(solvers=[SolverConfig(name="audit-v0", attempts=2), SolverConfig(name="v0", attempts=2),
+                                        SolverConfig(name="m", attempts=1)])
+    ids = [j.spec.rollout_id for j in plan_jobs(tasks, settings, ONLINE)]
+    assert len(ids) == 4 * (2 + 2 + 2 + 1) and len(set(ids)) == len(ids)
