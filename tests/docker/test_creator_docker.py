@@ -33,11 +33,12 @@ pytestmark = pytest.mark.docker
 
 
 def _create(examples_dir: Path, tmp_path: Path, weak_first: bool):
+    """Both scripts try the whole gate before the freeze (`check` with the reference solution)."""
     skill = skill_from_dir(examples_dir / "log-triage-awk")
     plans, axes = plans_and_axes(skill)
     axes = axes.model_copy(update={"samples": axes.samples[:1]})
     settings = GateSettings(run_id=RUN_ID)
-    with FakeOpenAI(lambda body: creator_reply(body, weak_first=weak_first)) as srv:
+    with FakeOpenAI(lambda body: creator_reply(body, weak_first=weak_first, trial=True)) as srv:
         chat = ToolChat(LLMConfig(base_url=srv.base_url, model="scripted", cache_dir=""))
         agent = CreatorAgent(chat, "scripted", "pv", DockerLab(settings), settings, CreatorLimits(max_candidates=2))
         result, reports = create_tasks_for_skill(ArtifactStore(tmp_path / "store"), skill, plans, axes, agent,
@@ -65,6 +66,8 @@ def test_a_scripted_creator_drives_the_whole_loop_to_a_retained_task(docker_clie
                                                                                "list_exact": 0}
     precheck = next(r for r in results if r.startswith("static checks: pass"))
     assert "no-op (test.sh on the untouched environment)" in precheck and "ok, every metric 0" in precheck
+    trial = precheck.split("--- the whole gate on a throw-away copy", 1)[1]
+    assert "gate verdict: retained" in trial and "Oracle metrics: {'endpoints_correct': 1.0" in trial
     assert any(r.startswith("refused: tests/test.sh is frozen") for r in results)
     assert any("FAIL oracle (oracle_failed)" in r and "A solution bug" in r for r in results)
     task = Path(b.path)
@@ -73,6 +76,7 @@ def test_a_scripted_creator_drives_the_whole_loop_to_a_retained_task(docker_clie
     assert sorted(a.name for a in report.cheats) == ["cheats/every_path.sh", "cheats/query_kept.sh"]
     assert all(a.verdict is CheckVerdict.PASS for a in report.cheats + report.tamper)
     assert b.creation_gate is not None and result.usage.calls == 5
+    assert b.blueprint is not None and b.blueprint.axes.pattern_fallback_reason == ""  # the sampled pattern
     assert len(bodies) == 5 and all(body["tools"] for body in bodies)
 
 
@@ -82,6 +86,8 @@ def test_a_weak_verifier_is_replaced_never_shipped(docker_client, examples_dir, 
     first = b.creator[0]
     assert first.frozen and first.reasons[0] in (ReasonCode.SHORTCUT_PASSED, ReasonCode.VERIFIER_INSENSITIVE)
     assert "/rejected/" in first.path and Path(first.path, "rejection.json").is_file()
+    trial = next(r for r in _results(first.trajectory) if "--- the whole gate on a throw-away copy" in r)
+    assert "gate verdict: rejected" in trial  # the weakness was visible before the freeze
     second_brief = next(body for body in bodies if "A previous candidate" in body["messages"][1]["content"])
     assert "the gate's evidence" in second_brief["messages"][1]["content"]
     assert (Path(b.path) / "tests" / "test.sh").read_text() == TEST_SH

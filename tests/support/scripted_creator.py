@@ -2,7 +2,8 @@
 
 The script for `examples/skillhub/log-triage-awk` builds "the 5xx endpoints with the query string removed"
 (SKILL.md:22-23) and walks the whole loop: the blueprint and the world, a solution written too early (refused),
-the instruction, tests and rubric, a self-check in the workbench, the gate's pre-freeze check, the freeze, an edit
+the instruction, tests and rubric, a self-check in the workbench, the gate's pre-freeze check (with
+`trial=True`, the whole gate on a copy with the reference solution), the freeze, an edit
 of test.sh after it (refused), a wrong first solve.sh (the final gate's Oracle fails: a solution repair), the fix,
 the whole gate, submit. `weak_first=True` makes the first candidate's verifier blind to the counts (the gate
 rejects it after the freeze: verifier_insensitive), so a second candidate, shown that evidence, starts from
@@ -92,11 +93,15 @@ def _call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pattern(body: dict[str, Any]) -> str:
-    """The sampled difficulty pattern: the first the request's set_blueprint schema offers."""
-    for tool in body.get("tools") or []:
-        f = tool["function"]
-        if f["name"] == "set_blueprint":
-            return f["parameters"]["properties"]["challenges"]["items"]["properties"]["pattern"]["enum"][0]
+    """The sampled difficulty pattern, as the brief names it ("- <id> (<dimension>): ... <- the sampled one")."""
+    brief = body["messages"][1]["content"]
+    line = next((ln for ln in brief.splitlines() if ln.endswith("<- the sampled one")), "")
+    if line:
+        return line.removeprefix("- ").split(" ", 1)[0]
+    for tool in body.get("tools") or []:  # none sampled: any the schema offers
+        if tool["function"]["name"] == "set_blueprint":
+            return tool["function"]["parameters"]["properties"]["challenges"]["items"]["properties"]["pattern"][
+                "enum"][0]
     raise AssertionError("no set_blueprint tool offered")
 
 
@@ -113,7 +118,7 @@ def _source(body: dict[str, Any]) -> str:
     return "SKILL.md:22-23" if "Top failing endpoints" in brief else "SKILL.md:1"
 
 
-def script(body: dict[str, Any], weak: bool) -> list[list[tuple[str, dict[str, Any]]]]:
+def script(body: dict[str, Any], weak: bool, trial: bool = False) -> list[list[tuple[str, dict[str, Any]]]]:
     blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": _pattern(body)}],
                  "rules": [{**BLUEPRINT["rules"][0], "source": _source(body)}]}
     test_sh = WEAK_TEST_SH if weak else TEST_SH
@@ -127,7 +132,7 @@ def script(body: dict[str, Any], weak: bool) -> list[list[tuple[str, dict[str, A
          ("write_file", {"path": "tests/expected.csv", "content": EXPECTED}),
          ("write_file", {"path": "tests/rubric.md", "content": RUBRIC}),
          ("run", {"command": HONEST})],
-        [("check", {}), ("freeze", {})],
+        [("check", {"reference_solution": SOLVE} if trial else {}), ("freeze", {})],
         [("write_file", {"path": "tests/test.sh", "content": TEST_SH + "# more\n"}),  # frozen: refused
          ("write_file", {"path": "solution/solve.sh", "content": BROKEN}),
          *[("write_file", {"path": f"solution/cheats/{n}.sh", "content": c}) for n, c in CHEATS.items()],
@@ -136,12 +141,13 @@ def script(body: dict[str, Any], weak: bool) -> list[list[tuple[str, dict[str, A
     ]
 
 
-def creator_reply(body: dict[str, Any], weak_first: bool = False) -> dict[str, Any]:
+def creator_reply(body: dict[str, Any], weak_first: bool = False, trial: bool = False) -> dict[str, Any]:
     """The next turn for a request of the creator agent (see module docstring). Only turns that sent tool calls
-    count, so a turn lost to a fault (a malformed or off-schema reply) is sent again."""
+    count, so a turn lost to a fault (a malformed or off-schema reply) is sent again. `trial`: the pre-freeze check
+    also runs the whole gate with the reference solution."""
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant" and m.get("tool_calls"))
     retry = "A previous candidate" in body["messages"][1]["content"]
-    turns = script(body, weak=weak_first and not retry)
+    turns = script(body, weak=weak_first and not retry, trial=trial)
     if turn >= len(turns):
         return {"content": "Done."}
     return {"content": "", "tool_calls": [_call(i, name, args) for i, (name, args) in enumerate(turns[turn])]}
