@@ -72,9 +72,19 @@ class TaskBuilder:
         if len(blob) > MAX_FILE_BYTES or self._bytes > MAX_TASK_BYTES:
             raise CreationOrderError(ReasonCode.TASK_TOO_LARGE, f"{rel!r} takes the task over its size limit")
         target = self.dir.root / rel
+        self._check_no_clash(path, target)
         atomic_write_bytes(target, blob)
         os.chmod(target, 0o755 if executable or blob.startswith(b"#!") else 0o644)
         return rel
+
+    def _check_no_clash(self, path: PurePosixPath, target: Path) -> None:
+        """A path is a file or a folder, not both: `a` and `a/b` in one candidate (seen from a model's random tool
+        calls) is the creator's contract broken, refused with the reason, not an OSError that crashes the candidate."""
+        file_above = next((p for p in path.parents if p.parts and (self.dir.root / p).is_file()), None)
+        if file_above is not None or target.is_dir():
+            what = f"{file_above.as_posix()!r} is a file" if file_above is not None else "it is a folder"
+            raise CreationOrderError(ReasonCode.CREATOR_CONTRACT_FAILED,
+                                     f"{path.as_posix()!r} cannot be written: {what} (a path is a file or a folder)")
 
     def environment(self, files: Mapping[str, str | bytes]) -> None:
         """environment/: the Dockerfile plus fixtures and stand-ins (paths relative to environment/)."""

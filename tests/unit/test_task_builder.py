@@ -64,3 +64,27 @@ def test_paths_outside_the_step_are_refused(tmp_path):
     b = TaskBuilder(tmp_path / "t")
     with pytest.raises(CreationOrderError):
         b.environment({"Dockerfile": "FROM x\n", "../escape": "x"})
+
+
+@pytest.mark.parametrize("files", [{"a": "x", "a/b": "y"}, {"a/b": "y", "a": "x"}],
+                         ids=["file-then-below", "below-then-file"])
+def test_a_path_that_is_both_a_file_and_a_folder_is_refused_with_its_reason(tmp_path, files):
+    """Seen from a constrained decoder's random tool calls: environment/a and environment/a/b in one candidate
+    crashed it with NotADirectoryError (internal_error) instead of a refusal the creator is told about."""
+    b = TaskBuilder(tmp_path / "t")
+    with pytest.raises(CreationOrderError) as e:
+        b.environment({"Dockerfile": "FROM x\n", **files})
+    assert e.value.reason is ReasonCode.CREATOR_CONTRACT_FAILED and "a file or a folder" in str(e.value)
+
+
+def test_the_creators_draft_tells_the_model_why_such_a_write_is_refused(tmp_path):
+    from skill2env_dagster.creator.draft import Draft, RefusalError
+
+    d = Draft(tmp_path / "d", CONFIG)
+    d.write("environment/Dockerfile", "FROM x\n")
+    d.write("environment/a", "x")
+    d.write("environment/c/d", "y")
+    for rel in ("environment/a/b", "environment/c"):
+        with pytest.raises(RefusalError, match=r"^refused: .*a path is a file or a folder"):
+            d.write(rel, "z")
+    assert d.files("environment/") == ["environment/Dockerfile", "environment/a", "environment/c/d"]
