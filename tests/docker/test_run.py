@@ -161,7 +161,8 @@ def test_failing_partitions_are_listed_and_the_others_complete(docker_client, hu
     screened-out skill in the same hub is still processed, and the run exits 1 with both failures listed."""
     shutil.copytree(examples_dir / "pirate-persona", hub / "pirate-persona")
     funnel = _run(str(hub), tmp_path / "out", workers=2, expect=1, S2E_LLM_BASE_URL="http://127.0.0.1:9/v1",
-                  S2E_LLM_MODEL="unreachable", S2E_LLM_CACHE_DIR=str(tmp_path / "llm-cache"))
+                  S2E_LLM_MODEL="unreachable", S2E_LLM_CACHE_DIR=str(tmp_path / "llm-cache"),
+                  S2E_LLM_BACKOFF_BASE="0.01", S2E_LLM_BACKOFF_CAP="0.05")  # every attempt still made, unslept
     failed = {f["partition"]: (f["stage"], f["reason"]) for f in funnel["failed_partitions"]}
     assert failed == {f"hub__{s}": ("workflow_plans", "llm_unavailable") for s in SKILLS}
     assert funnel["work"]["ran_partitions"] == ["hub__pirate-persona"] and funnel["work"]["failed"] == 2
