@@ -131,8 +131,10 @@ def test_persistent_429_is_rate_limited_error(server, tmp_path):
 
 
 def test_timeout_then_recover(server, tmp_path):
-    server.enqueue(slow(1.5))
-    client, delays = _client(server, tmp_path, timeout=0.5)
+    """The retry must be answered within the client's timeout: the file's 2 s for a loopback reply (at 0.5 s a
+    loaded machine could answer the second attempt too late: a third attempt, and this test failed by timing)."""
+    server.enqueue(slow(30))  # outlasts the timeout by far; the server's thread is a daemon
+    client, delays = _client(server, tmp_path)
     answer, _ = client.complete_json(MSGS, Answer, purpose="t")
     assert answer.city == "Lyon" and server.count == 2 and len(delays) == 1
 
