@@ -31,6 +31,7 @@ PINS = {"minimal": "127.0.0.1:5000/s2e-minimal@sha256:" + "a" * 64,
         "python": "127.0.0.1:5000/s2e-python@sha256:" + "b" * 64}
 CHEAT_LIMIT = 0.5
 BLIND_LIMIT = 0.5
+TRIVIAL_MUTANTS = ("empty", "header_only", "superset_junk", "same_shape_junk")
 # Skills of our own for the families no example skill has: a guard's blocked commands, forbidden column types, and
 # a bookkeeping skill's review flags.
 FIXTURE_SKILLS = {
@@ -129,6 +130,8 @@ def test_every_file_task_is_honest_on_the_host(skills_dir, skill_name, shape, co
         assert all(v < BLIND_LIMIT for v in metrics.values()), (baseline, metrics)
     for mutant, metrics in mutant_trials(d, tmp_path / "m").items():
         assert any(metrics.get(k, 0) < oracle[k] for k in oracle), (mutant, metrics)
+        if mutant in TRIVIAL_MUTANTS:  # the gate's "list everything" / no-work outputs: shortcut_passed above 0.5
+            assert mean(metrics) <= CHEAT_LIMIT, (mutant, metrics)
 
 
 @pytest.mark.parametrize(("skill_name", "shape"), FILE_TASKS)
