@@ -6,7 +6,9 @@ time of SEV2 and SEV3, GDPR and CCPA requests - so which limit applies depends o
 with its condition. A group is compiled only when every part of it can be honoured exactly: at least two categories
 with different limits, or one with its extension; units a calendar decides (minutes to months, business days
 skipping weekends); no condition left unmodelled ("if high risk", "unless…"), no limit without a number
-("Immediate", "Next business day"). What is left out is recorded with why (`Refusal`).
+("Immediate", "Next business day"), no heading of a blank form ("**High Priority (Within 30 days):** 1. 2. 3."), and
+only what SKILL.md itself states (a limit in a reference file's appendix is background, not the skill's method: a
+blind review found such tasks about nothing the skill does). What is left out is recorded with why (`Refusal`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _UNIT = r"(business days?|working days?|calendar days?|minutes?|mins?|hours?|hrs
 WITHIN = re.compile(r"\bwithin\s+(\d{1,3})\s*" + _UNIT + r"\b", re.I)
 EXTENSION = re.compile(r"\(?\s*(?:extendable|extended|extensible)\s+by\s+(?:up to\s+)?(\d{1,3})\s*" + _UNIT
                        + r"\b([^)]*)\)?", re.I)
+BLANKS = re.compile(r"(?:^|\s)1\.\s+2\.(?:\s+\d+\.)*\s*$")  # "…(Within 30 days): 1. 2. 3." - a form's blanks
 _CONDITION = re.compile(r"\b(if|unless|except|when|whenever|where|provided|depending|only for)\b", re.I)
 _DESCRIPTIVE = re.compile(r"\b(?:is|are)\s+(?:the\s+)?(?:standard|typical|common|normal|usual|customary|market)\b",
                           re.I)
@@ -73,6 +76,7 @@ class Deadline:
     ext_condition: str = ""  # the skill's words: "for complex requests", "with notice"
     examples: tuple[str, ...] = ()  # the skill's list items under the category (what such records are about)
     lines: tuple[int, ...] = ()  # every line of the paragraph or row the limit is written in
+    column: str = ""  # a limit from a table: its column's heading (the sentence is then the cell, verbatim)
 
 
 @dataclass
@@ -170,6 +174,13 @@ class _Found:
 
 def _from_sentence(block: Block, sentence: str, refusals: list[Refusal]) -> list[_Found]:
     out = []
+    if BLANKS.search(plain(sentence)) and WITHIN.search(sentence):
+        m = WITHIN.search(sentence)
+        assert m is not None
+        refusals.append(Refusal(block.doc.ref(block.line_of(sentence), m.group(0)),
+                                "a heading of a blank template to fill in (empty numbered items), not a rule anyone "
+                                "keeps"))
+        return out
     label, body = _lead_label(sentence)
     if WITHIN.search(label) and not WITHIN.search(body):  # "**High Priority (Within 30 days):**" and its items
         label, body = "", sentence.replace("**", "").replace("__", "")
@@ -256,7 +267,7 @@ def _from_table(block: Block, refusals: list[Refusal]) -> list[_Found]:
                 refusals.append(Refusal(ref, "the limit has a condition no record field can carry"))
                 continue
             d = Deadline(_category(r[0]), plain(r[0]), int(m.group(1)), _unit(m.group(2)),
-                         f"{plain(r[0])}: {plain(name)} {plain(cell)}", ref, lines=(line,))
+                         " ".join(plain(cell).split()), ref, lines=(line,), column=" ".join(plain(name).split()))
             out.append(_Found(verb, None, None, d))
     return out
 
@@ -294,6 +305,10 @@ def compile_deadlines(docs: list[Doc], skill_name: str) -> tuple[list[Group], li
         opened = g.noun in ("ticket", "incident", "issue", "case", "complaint", "alert")
         g.start = g.start or ("received_at" if g.noun in ("request", "application", "inquiry") else "opened_at"
                               if opened else "raised_at")
+        if not _is_skill_file(g.file):
+            refusals += [Refusal(d.ref, "stated only in a reference file, not in SKILL.md: background the skill's "
+                                        "method does not keep") for d in g.deadlines]
+            continue
         limits = {(d.amount, d.unit) for d in g.deadlines}
         single = len(g.deadlines) == 1 and (g.deadlines[0].ext_amount or g.start_phrase)
         if (len(g.deadlines) >= 2 and len(limits) >= 2) or single:
@@ -304,6 +319,10 @@ def compile_deadlines(docs: list[Doc], skill_name: str) -> tuple[list[Group], li
     return out, refusals
 
 
+def _is_skill_file(path: str) -> bool:
+    return path.rsplit("/", 1)[-1].lower() == "skill.md"
+
+
 def predicate(g: Group) -> Predicate:
     """The group as a blueprint predicate (kind `deadline`): the first deadline's line is its source."""
     first = g.deadlines[0]
@@ -311,7 +330,8 @@ def predicate(g: Group) -> Predicate:
               "start_phrase": g.start_phrase,
               "deadlines": [{"category": d.category, "label": d.label, "amount": d.amount, "unit": d.unit,
                              "sentence": d.sentence, "line": d.ref.line, "ext_amount": d.ext_amount,
-                             "ext_unit": d.ext_unit, "ext_condition": d.ext_condition, "examples": list(d.examples)}
+                             "ext_unit": d.ext_unit, "ext_condition": d.ext_condition, "examples": list(d.examples),
+                             "column": d.column}
                             for d in g.deadlines]}
     params["sources"] = [f"{g.file}:{n}" for d in g.deadlines for n in (d.lines or (d.ref.line,))]
     statement = "; ".join(f"{d.label}: {d.sentence}" for d in g.deadlines)

@@ -4,7 +4,9 @@ Profile `skill_folder`: a skill about writing skills states limits on the parts 
 (characters, allowed characters), the `description` (characters), SKILL.md or its body (lines) - and that a reference
 file longer than N lines starts with a table of contents. Each rule keeps the part its sentence names ("SKILL.md
 body" is the body, "SKILL.md" the whole file) and its comparator ("under 500" excludes 500, "max 1024" includes
-it). A group needs at least two rules: one length alone is answered by counting, not by the skill.
+it). A group needs at least two rules: one length alone is answered by counting, not by the skill; nor is a group
+of only whole-file line counts and the contents-list rule (a blind reviewer solved one with `wc -l` and
+`grep Contents`): some rule must measure a part (the body, the description's value, the name).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ TOC = re.compile(r"files?\s*(?:longer than|over|more than|\(\s*>\s*)\s*(?P<n>\d{
 SOFT = re.compile(r"\b(ideal(?:ly)?|if possible|roughly|about|around|approximately|aim for|~)", re.I)
 CHARSET = re.compile(r"\b(?P<lower>lowercase )?letters, (?:digits|numbers),? and hyphens(?: only)?", re.I)
 NAME_PATTERN = re.compile(r"`?name`?\s+(?:must\s+)?match(?:es)?\s+`(?P<re>\^[^`]{2,80}\$)`", re.I)
+WC_ONLY = {"file", "toc"}  # parts a line count and a grep measure without reading the skill's rules
 _SKILL_TOPIC = re.compile(r"SKILL\.md|frontmatter|skill folder", re.I)
 
 
@@ -98,6 +101,8 @@ def compile_measures(docs: list[Doc]) -> list[Measure]:
                                                 _sentence(line, m.start()), doc.ref(n), bool(m.group("lower")))
     if "body" in found:
         found.pop("file", None)  # the body rule is the precise one; "SKILL.md under N lines" restates it
+    if set(found) <= WC_ONLY:
+        return []  # whole-file line counts and a contents heading: `wc -l` and `grep Contents` answer them
     return list(found.values()) if len(found) >= 2 else []
 
 

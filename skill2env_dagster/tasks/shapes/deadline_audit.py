@@ -142,7 +142,10 @@ def _rule_sentences(p: Predicate, cat_field: str, noun: str, approved: str) -> s
     parts = ["The playbook's limit:" if single else f"The playbook gives each {cat_field} its own limit."]
     for d in p.params["deadlines"]:
         said = d["sentence"].rstrip(".:")
-        parts.append(f"“{said}.”" if single else f"{d['category']}: “{said}.”")
+        if d.get("column"):  # a table cell, quoted as it stands, with the column it sits in
+            parts.append(f"{d['category']}: “{said}” (its “{d['column']}” cell).")
+        else:
+            parts.append(f"“{said}.”" if single else f"{d['category']}: “{said}.”")
         if d["ext_amount"]:
             ext = _limit_text({"amount": d["ext_amount"], "unit": d["ext_unit"]})
             parts.append(f"The extension of {ext} applies only to a {d['category']} {noun} {approved}, which "
@@ -255,11 +258,24 @@ class DeadlineAudit:
             heading = text.heading_above(p.source.file, line)
             if heading and f"## {heading}" not in out:
                 out += [f"## {heading}", ""]
-            block = text.block(p.source.file, line)
-            if line not in shown:
+            block = self._table(text, p.source.file, line) or text.block(p.source.file, line)
+            if line not in shown and block[0] not in out:
                 out += [*block, ""]
                 shown.add(line)
         return "\n".join(out).rstrip() + "\n"
+
+    @staticmethod
+    def _table(text: SkillText, file: str, line: int) -> list[str]:
+        """The whole Markdown table a limit's row sits in (its header included), or [] when the line is no row."""
+        lines = text.lines(file)
+        if not 1 <= line <= len(lines) or not lines[line - 1].lstrip().startswith("|"):
+            return []
+        first = last = line - 1
+        while first > 0 and lines[first - 1].lstrip().startswith("|"):
+            first -= 1
+        while last + 1 < len(lines) and lines[last + 1].lstrip().startswith("|"):
+            last += 1
+        return lines[first:last + 1]
 
     def _instruction(self, inp: ShapeInput, p: Predicate, world: DeadlineWorld, export: str, ext_file: str,
                      doc: str, out: str, cat_field: str, start_field: str, end_field: str, earlier_field: str,
@@ -303,7 +319,7 @@ class DeadlineAudit:
             extra=["Leave the export as it is."],
             hint="Python's datetime.fromisoformat reads these timestamps once a trailing Z is written as +00:00.")
         s = inp.sample
-        quotes = [f"“{d['sentence'].rstrip('.:')}.”" for d in k["deadlines"]]
+        quotes = [f"“{d['sentence'].rstrip('.:')}" + ("”" if d.get("column") else ".”") for d in k["deadlines"]]
         return render(request, s.persona, s.tone, s.expertise, inp.seed), [*quotes, *conv, request.deliverable]
 
     def _rubric(self, inp: ShapeInput, p: Predicate, cat_field: str, out: str) -> RubricSpec:

@@ -308,20 +308,30 @@ class SkillFolderAudit:
     def _rubric(self, inp: ShapeInput, p: Predicate, ids: dict[str, dict[str, Any]]) -> RubricSpec:
         """Must-do from the metrics; the rules' own polarity for the rest (the generator puts the skill's own
         warnings and advice on these lines first: compose/rubric.complete)."""
+        parts = {r["part"] for r in ids.values()}
+        # Only the parts in play: a rule on the body, on the description's value, on the name.
+        pitfalls = [text for part, text in (("body", "the body's lines, not the whole file's"),
+                                            ("description", "the description's value, not its YAML lines"),
+                                            ("name", "the name's characters, not the line's"))
+                    if part in parts]
         must = [Bullet(f"Report every file that breaks {', '.join(ids)} with the rule's id, and no compliant one.",
                        "metric:findings"),
-                Bullet("Give each breach the value the rule measures: the body's lines, not the whole file's, and "
-                       "a description's value, not its YAML lines.", "metric:measured")]
+                Bullet("Give each breach the value the rule measures" + (f": {' and '.join(pitfalls)}."
+                                                                         if pitfalls else "."), "metric:measured")]
         first = next(iter(ids.values()))
         at = f"{first['file']}:{first['line']}"
-        avoid = [Bullet(f"Passing a file that breaks “{first['sentence'].rstrip('.')}” because it is close to the "
-                        "limit.", at)]
+        limit = next((r for r in ids.values() if r["part"] in ("name", "description", "body", "file")), None)
+        avoid = [Bullet(f"Passing a file past the limit of “{limit['sentence'].rstrip('.')}” because it is only "
+                        "just past it.", f"{limit['file']}:{limit['line']}")] if limit else []
         toc = next((r for r in ids.values() if r["part"] == "toc"), None)
         if toc:
             avoid.append(Bullet(f"Reporting a reference file of exactly {toc['value']} lines, or a longer one that "
                                 "starts with a contents list.", f"{toc['file']}:{toc['line']}"))
-        practice = [Bullet("Measure the part each rule names (the body, the description's value) rather than the "
-                           "whole file.", at)]
+        avoid = avoid or [Bullet(f"Reporting a file that meets “{first['sentence'].rstrip('.')}”.", at)]
+        named = [x for part, x in (("body", "the body"), ("description", "the description's value"),
+                                   ("name", "the name")) if part in parts]
+        practice = [Bullet(f"Measure the part each rule names ({', '.join(named)}) rather than the whole file.", at)
+                    if named else Bullet("Measure each file exactly as the rule counts it.", at)]
         return RubricSpec(must, avoid, practice)
 
     def _cheats(self, folders: list[sf.SkillFolder], ids: dict[str, dict[str, Any]]) -> dict[str, str]:
