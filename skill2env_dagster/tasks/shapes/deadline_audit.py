@@ -204,7 +204,7 @@ class DeadlineAudit:
                 "extensions_file": ext_file, "out": out,
                 "limits": {c: {"amount": x.amount, "unit": x.unit, "ext_amount": x.ext_amount,
                                "ext_unit": x.ext_unit} for c, x in limits.items()}}
-        expected = {"late": sorted(world.expected()), "due": world.expected()}
+        expected = {"late": sorted(world.expected()), "due": world.expected(), "conditions": world.conditions()}
         late_metric = f"late_{nouns}"
         metrics = [
             Metric(late_metric, f"Jaccard of the reported ids with the late {nouns} (a {noun} listed twice, or one "
@@ -217,6 +217,16 @@ class DeadlineAudit:
                    'right = sum(1 for i, ds in got.items() if ds == [EXPECTED["due"].get(i)])\n'
                    'union = len(set(got) | set(EXPECTED["late"]))\nreturn right / union if union else 0.0', (),
                    [p.id]),
+            Metric("every_condition", f"The lowest, over the rule's conditions (the boundary, open {nouns}, each "
+                   f"{cat_field}'s own limit, the unit, the UTC offsets, extensions, the start event), of the Jaccard "
+                   f"of the {nouns} planted to test that condition that are reported with the late ones among them "
+                   "(1 when none of them is late and none is reported): a reading that drops one condition scores "
+                   "0 here.",
+                   'scores = []\nfor ids in EXPECTED["conditions"].values():\n'
+                   '    want = [[i] for i in EXPECTED["late"] if i in ids]\n'
+                   '    got = [[r[0]] for r in out["rows"] if r[0] in ids]\n'
+                   '    scores.append(jaccard(want, got) if want else float(not got))\n'
+                   'return min(scores) if scores else 0.0', ("jaccard",), [p.id]),
         ]
         check = CheckScript(LOADER, metrics, {"SEP": '","', "OUT": repr(out)}, ("read_table",))
         text, stated = self._instruction(inp, p, world, export, ext_file, doc, out, cat_field, start_field, end_field,
@@ -347,7 +357,9 @@ class DeadlineAudit:
         must = [Bullet(f"List in {out} every {noun} whose {k['event']} came {late}, and no other.",
                        f"metric:late_{nouns}"),
                 Bullet(f"Give each late {noun}'s deadline in UTC, counted from its start in the limit's own unit.",
-                       "metric:due_times")]
+                       "metric:due_times"),
+                Bullet(f"Apply every condition of the limits to every {noun} (its own {cat_field}'s limit, the "
+                       f"unit, the UTC offsets, the open {plural(noun)}), none dropped.", "metric:every_condition")]
         ext = next((d for d in ds if d["ext_amount"]), None)
         if ext:
             avoid.append(Bullet(f"Extending the limit of {with_article(noun)} for which the playbook's condition "

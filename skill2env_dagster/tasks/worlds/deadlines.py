@@ -121,6 +121,14 @@ class DeadlineWorld:
     def expected(self) -> dict[str, str]:
         return {r.id: utc(self.due(r)) for r in self.records if self.late(r)}
 
+    def conditions(self) -> dict[str, list[str]]:
+        """The records planted to test each condition of the rule, by condition (what `every_condition` grades)."""
+        out: dict[str, list[str]] = {}
+        for r in self.records:
+            if cond := CONDITION_OF.get(r.stratum):
+                out.setdefault(cond, []).append(r.id)
+        return {c: sorted(ids) for c, ids in sorted(out.items())}
+
     def has_extensions(self) -> bool:
         return any(lim.ext_amount for lim in self.limits.values())
 
@@ -130,6 +138,12 @@ STRATA = (("inside", False), ("at_limit", False), ("just_late", True), ("long_la
           ("open_overdue", True), ("open_not_due", False), ("stricter_only", False), ("ext_saves", False),
           ("ext_late", True), ("weekend_trap", False), ("month_end_trap", True), ("offset_trap", True),
           ("earlier_trap", False), ("not_covered", False))
+
+# Which condition of the rule each trap stratum tests ("inside" and "long_late" test none).
+CONDITION_OF = {"at_limit": "boundary", "just_late": "boundary", "open_overdue": "open", "open_not_due": "open",
+                "stricter_only": "category", "ext_saves": "extension", "ext_late": "extension",
+                "weekend_trap": "unit", "month_end_trap": "unit", "offset_trap": "offsets",
+                "earlier_trap": "start_event", "not_covered": "start_event"}
 
 
 def _strata(limits: dict[str, Limit], n: int, rng: random.Random, named_start: bool = False,
