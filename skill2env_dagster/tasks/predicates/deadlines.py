@@ -173,7 +173,7 @@ class _Found:
 
 
 def _from_sentence(block: Block, sentence: str, refusals: list[Refusal]) -> list[_Found]:
-    out = []
+    out: list[_Found] = []
     if BLANKS.search(plain(sentence)) and WITHIN.search(sentence):
         m = WITHIN.search(sentence)
         assert m is not None
