@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 LABEL = "skill2env.gate"
 SERVICE_LABEL = "skill2env.service"  # on a stand-in service's container: its service name
+WITNESS_LABEL = "skill2env.witness"  # on a gate's witness container (see Witness)
 MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed anyway
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
@@ -186,6 +187,59 @@ def _is_gone(e: docker.errors.APIError) -> bool:
     return isinstance(e, docker.errors.NotFound) or e.status_code == 409 or "is not running" in str(e)
 
 
+def hardened(client: docker.DockerClient, s: GateSettings, image: str, labels: dict[str, str],
+             **kw: Any) -> Container:
+    """A created (not started) container with the trial limits, tracked for Ctrl-C until removed."""
+    box = client.containers.create(
+        image, init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], pids_limit=s.pids_limit,
+        mem_limit=f"{s.memory_mb}m", memswap_limit=f"{s.memory_mb}m", nano_cpus=int(s.cpus * 1e9),
+        cpuset_cpus=s.cpuset,
+        log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
+        labels={LABEL: s.run_id, **labels}, detach=True, **kw)
+    with _LIVE_LOCK:
+        _LIVE.add(str(box.id))
+    return box
+
+
+class Witness:
+    """A container of ours beside a gate's trials that runs nothing of the task's (the image's `sleep`, no
+    network). An engine that restarts or stops (without live-restore) stops every container, so a witness found
+    stopped, replaced or unreachable at the end of a gate means the engine failed during it: a trial that "died"
+    or a check that failed since may be the engine's doing, not the task's, and the gate is no verdict."""
+
+    def __init__(self, client: docker.DockerClient, image: str, settings: GateSettings) -> None:
+        self.client, self.image, self.settings = client, image, settings
+        self.box: Container | None = None
+        self.started_at = ""
+
+    def __enter__(self) -> Witness:
+        self.box = hardened(self.client, self.settings, self.image, {WITNESS_LABEL: "1"},
+                            entrypoint=["sleep", "infinity"], command=[], network_mode="none")
+        try:
+            self.box.start()
+            self.box.reload()
+            self.started_at = str(self.box.attrs["State"]["StartedAt"])
+        except BaseException:
+            _remove(self.box)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.box is not None:
+            with contextlib.suppress(docker.errors.DockerException, OSError):
+                _remove(self.box)
+
+    def intact(self) -> bool:
+        """Still running since it was started (the engine answered and never stopped it)."""
+        if self.box is None:
+            return False
+        try:
+            state = self.client.api.inspect_container(str(self.box.id))["State"]
+        except (docker.errors.DockerException, OSError):
+            return False
+        return bool(state.get("Running")) and str(state.get("StartedAt")) == self.started_at
+
+
 class Trial:
     """Context manager for one fresh container from `image`; removed on exit whatever happened."""
 
@@ -202,17 +256,7 @@ class Trial:
         self.preexisting: list[str] = []  # grading paths the image already contained (it must contain none)
 
     def _hardened(self, image: str, labels: dict[str, str], **kw: Any) -> Container:
-        """A created (not started) container with the trial's limits, tracked for Ctrl-C until removed."""
-        s = self.settings
-        box = self.client.containers.create(
-            image, init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], pids_limit=s.pids_limit,
-            mem_limit=f"{s.memory_mb}m", memswap_limit=f"{s.memory_mb}m", nano_cpus=int(s.cpus * 1e9),
-            cpuset_cpus=s.cpuset,
-            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-            labels={LABEL: s.run_id, **labels}, detach=True, **kw)
-        with _LIVE_LOCK:
-            _LIVE.add(str(box.id))
-        return box
+        return hardened(self.client, self.settings, image, labels, **kw)
 
     def __enter__(self) -> Trial:
         s = self.settings
