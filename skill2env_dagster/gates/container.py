@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
+import socket
 import tarfile
 import threading
 import time
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 LABEL = "skill2env.gate"
 SERVICE_LABEL = "skill2env.service"  # on a stand-in service's container: its service name
 WITNESS_LABEL = "skill2env.witness"  # on a gate's witness container (see Witness)
+OWNER_LABEL = "skill2env.owner"  # "<host>/<pid>/<start>": the process that made the container (see reap_orphans)
+HOST_NAME = "S2E_HOST_NAME"  # a worker host's name (hosts sharing a network namespace share a hostname)
 MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed anyway
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
@@ -102,6 +106,45 @@ def client_for(settings: GateSettings) -> docker.DockerClient:
         return client
     except (docker.errors.DockerException, OSError) as e:
         raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"no Docker engine answers: {e}") from e
+
+
+def _host() -> str:
+    return os.environ.get(HOST_NAME) or socket.gethostname()
+
+
+def owner_id(pid: int | None = None) -> str:
+    """This process (or `pid` on this host) as "<host>/<pid>/<start time>": the start time tells a dead owner from
+    a new process that got its pid."""
+    pid = pid or os.getpid()
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            start = f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        start = "gone"
+    return f"{_host()}/{pid}/{start}"
+
+
+def labels_for(settings: GateSettings) -> dict[str, str]:
+    """The labels of every container a gate or an episode makes: the run's label and its owner process."""
+    return {LABEL: settings.run_id, OWNER_LABEL: owner_id()}
+
+
+def reap_orphans(client: docker.DockerClient, label: str) -> int:
+    """Remove the containers carrying `label` whose owner process on this host is dead (kill -9, OOM): nothing
+    else would ever stop them (a trial's watchdog lives in its owner). Containers of live processes, of other
+    hosts and of other labels are left alone. Returns how many were removed."""
+    host, removed = _host(), 0
+    for box in client.containers.list(all=True, sparse=True, filters={"label": [f"{LABEL}={label}", OWNER_LABEL]}):
+        owner = str((box.attrs.get("Labels") or {}).get(OWNER_LABEL, ""))
+        parts = owner.split("/")
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit() or owner_id(int(parts[1])) == owner:
+            continue
+        try:
+            box.remove(force=True, v=True)
+            removed += 1
+        except docker.errors.NotFound:
+            pass
+    return removed
 
 
 def kill_all_live(client: docker.DockerClient) -> None:
@@ -195,7 +238,7 @@ def hardened(client: docker.DockerClient, s: GateSettings, image: str, labels: d
         mem_limit=f"{s.memory_mb}m", memswap_limit=f"{s.memory_mb}m", nano_cpus=int(s.cpus * 1e9),
         cpuset_cpus=s.cpuset,
         log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-        labels={LABEL: s.run_id, **labels}, detach=True, **kw)
+        labels={**labels_for(s), **labels}, detach=True, **kw)
     with _LIVE_LOCK:
         _LIVE.add(str(box.id))
     return box

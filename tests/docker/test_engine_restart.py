@@ -6,6 +6,7 @@ Oracle's solve.sh starting), not a delay."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -117,3 +118,31 @@ def test_a_task_that_kills_its_own_container_is_still_rejected(engine, make_task
     assert (report.verdict, report.reason) == (GateVerdict.REJECTED, ReasonCode.ORACLE_FAILED), \
         report.model_dump_json(indent=1)
     assert not _left(engine)
+
+
+def test_run_retries_the_step_the_engine_restarted_under(engine, examples_dir, tmp_path):
+    """`skill2env run` on a skill, its gates on the private engine, which restarts while the first Oracle runs: the
+    gate is infra_failed, task_bundles fails with docker_unavailable and Dagster retries the step in place
+    (INFRA_RETRY); the run completes with the task retained, and no task anywhere is rejected for the engine."""
+    import dagster as dg
+
+    from skill2env_dagster.artifacts import TASKS
+    from skill2env_dagster.cli.runner.home import RunHome
+    from skill2env_dagster.store import ArtifactStore
+    from tests.docker.test_run import _assert_exported, _run
+
+    hub = tmp_path / "hub"
+    shutil.copytree(examples_dir / "log-triage-awk", hub / "log-triage-awk")
+    out = tmp_path / "out"
+    with RestartOnExec(engine, "solve.sh") as trigger:
+        funnel = _run(str(hub), out, DOCKER_HOST=engine.url)
+    assert trigger.restarts == 1, trigger.error
+    _assert_exported(funnel, out)
+    bundles = ArtifactStore(out / "artifacts").load(TASKS, "hub__log-triage-awk").bundles
+    assert all(b.status == "retained" or ReasonCode.DOCKER_UNAVAILABLE not in b.reasons for b in bundles)
+    assert not [b for b in bundles if b.status == "error"]
+    with dg.DagsterInstance.from_config(str(RunHome(out.resolve()).dagster_home)) as instance:
+        steps = [rec.event_log_entry.step_key for run in instance.get_runs()
+                 for rec in instance.get_records_for_run(
+                     run_id=run.run_id, of_type=dg.DagsterEventType.STEP_UP_FOR_RETRY).records]
+    assert steps == ["task_bundles"], steps
