@@ -112,12 +112,14 @@ def materializations(instance: dg.DagsterInstance, asset: str, key: str, runs: s
 
 @contextmanager
 def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurrency: int = 1,
-               image: str | None = None) -> Iterator[Deployment]:
-    """Start it all; `hosts` = [(name, cpuset or "")]. Sets DAGSTER_HOME etc. in os.environ while it runs."""
+               image: str | None = None, pg_env: dict[str, str] | None = None) -> Iterator[Deployment]:
+    """Start it all; `hosts` = [(name, cpuset or "")]; `pg_env` e.g. {"S2E_PG_CLUSTER": ..., "S2E_PG_PORT": ...}
+    for a Postgres cluster of the caller's own (scripts/postgres-up.sh). Sets DAGSTER_HOME etc. in os.environ
+    while it runs."""
     root = root.resolve()
     db = f"s2e_dist_{uuid.uuid4().hex[:8]}"
     base = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
-    pg = _script("scripts/postgres-up.sh", {**base, "S2E_PG_DB": db}, 300)
+    pg = _script("scripts/postgres-up.sh", {**base, **(pg_env or {}), "S2E_PG_DB": db}, 300)
     if not pg.startswith("postgresql"):
         raise UnavailableError(f"postgres-up.sh printed no URL: {pg!r}")
     image = image or _script("deploy/build-image.sh", base, 1800)
@@ -164,7 +166,9 @@ def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurre
         if ids:  # gate containers a killed worker left behind (ours only: the label is this deployment's)
             subprocess.run(["docker", "rm", "-f", *ids], capture_output=True)
         drop = f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'
-        subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-qc", drop], capture_output=True, timeout=60)
+        port = pg.rsplit(":", 1)[1].split("/")[0]
+        subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-p", port, "-qc", drop], capture_output=True,
+                       timeout=60)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
