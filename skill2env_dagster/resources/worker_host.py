@@ -12,7 +12,7 @@ import logging
 import os
 from typing import Any
 
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import worker_process_init, worker_ready  # type: ignore[import-untyped]  # celery ships no types
 
 from skill2env_dagster.gates.container import client_for, reap_orphans
 from skill2env_dagster.gates.settings import GateSettings
