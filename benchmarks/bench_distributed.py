@@ -34,11 +34,11 @@ from skill2env_dagster.store import ArtifactStore
 from tests.support.distributed import (
     Deployment,
     deployment,
+    hub_sources,
     materializations,
     step_started,
     wait_run,
 )
-from tests.support.hub import write_sources
 
 CHAIN = ["skillhub_snapshot", "skill_knowledge", "workflow_plans", "axis_samples", "task_bundles", "gate_reports"]
 
@@ -62,9 +62,10 @@ def prepare(d: Deployment, instance: dg.DagsterInstance) -> list[str]:
     return [k for k in keys if store.load(SNAPSHOT, k).is_eligible]
 
 
-def speed(hub_sources: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int) -> dict[str, Any]:
+def speed(hub: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int) -> dict[str, Any]:
     pinned = [(f"h{i + 1}", str(i)) for i in range(hosts)]
-    with deployment(work / f"hosts{hosts}", hub_sources, pinned, concurrency) as d, \
+    root = work / f"hosts{hosts}"
+    with deployment(root, hub_sources(root, hub), pinned, concurrency) as d, \
             dg.DagsterInstance.get() as instance:
         eligible = prepare(d, instance)
         chosen = sorted(random.Random(seed).sample(eligible, min(n, len(eligible))))
@@ -89,10 +90,10 @@ def speed(hub_sources: Path, work: Path, hosts: int, n: int, seed: int, concurre
                 "load_before": start_load, "load_after": load()}
 
 
-def kill_trials(hub_sources: Path, work: Path, trials: int, seed: int) -> dict[str, Any]:
+def kill_trials(hub: Path, work: Path, trials: int, seed: int) -> dict[str, Any]:
     lost = duplicated = dup_tasks = 0
     rows = []
-    with deployment(work / "kill", hub_sources, [("h1", ""), ("h2", "")], 1) as d, \
+    with deployment(work / "kill", hub_sources(work / "kill", hub), [("h1", ""), ("h2", "")], 1) as d, \
             dg.DagsterInstance.get() as instance:
         eligible = prepare(d, instance)
         for key in random.Random(seed).sample(eligible, min(trials, len(eligible))):
@@ -132,8 +133,7 @@ def main() -> int:
     a = p.parse_args()
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    sources = write_sources(work / "sources.yaml", [{"name": "hub", "kind": "dir", "path": str(a.hub.resolve())}],
-                            work / "cache")
+    sources = a.hub.resolve()
     figures: dict[str, Any] = {}
     if a.speedup:
         for hosts in (1, 2):

@@ -90,6 +90,18 @@ class Deployment:
         subprocess.run(["docker", "exec", host, "python", "-c", script], check=True, timeout=60)
 
 
+def hub_sources(root: Path, hub: Path) -> Path:
+    """A copy of `hub` and its sources file under `root`, the deployment's root: the worker hosts mount only that
+    (S2E_SHARED_ROOT), so a hub or sources file elsewhere on this machine is invisible to them."""
+    from tests.support.hub import write_sources
+
+    copy = root.resolve() / "hub"
+    if not copy.exists():
+        shutil.copytree(hub, copy, symlinks=True)
+    return write_sources(root.resolve() / "sources.yaml", [{"name": "hub", "kind": "dir", "path": str(copy)}],
+                         root.resolve() / "cache")
+
+
 def wait_run(instance: dg.DagsterInstance, run_id: str, timeout: float = 900) -> dg.DagsterRun:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
