@@ -12,7 +12,8 @@ Usage:
 --pg-trials      on a 1-host distributed deployment (deploy/celery; tests/support/distributed.py) whose Postgres
                  (Dagster's storage, the Celery broker and result backend) is a cluster of ours (--pg-cluster,
                  --pg-port; scripts/postgres-up.sh creates it), per trial one skill's pipeline run; once its
-                 task_bundles step has started, the cluster is stopped for --outage seconds, then started. Counts:
+                 task_bundles step has started, the cluster is stopped until that step has done its work (its
+                 last log line, in the worker's own log) and --outage seconds more, then started. Counts:
                  the run (failed or not), its run retries, materializations of each asset of the chain by the run
                  and its retries (target: exactly 1 each), duplicate task names.
 Figures go to WORK/figures.json with the load average.
@@ -24,10 +25,12 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +122,11 @@ def _poll(fn: Any, deadline: float) -> Any:
     raise TimeoutError("gave up waiting")
 
 
+def _worker_logged(host: str, since: str, markers: tuple[str, ...]) -> bool:
+    log = subprocess.run(["docker", "logs", "--since", since, host], capture_output=True, text=True).stderr
+    return any(m in log for m in markers)
+
+
 def _chain_runs(instance: dg.DagsterInstance, first: str) -> list[dg.DagsterRun]:
     """The run and its run retries (each retry's parent is the run before it), in order."""
     runs = [instance.get_run_by_id(first)]
@@ -139,11 +147,18 @@ def pg_trials(work: Path, hub: Path, trials: int, cluster: str, port: str, outag
         for i in range(trials):
             key = f"hub__{skills[i % len(skills)]}"
             assert key in eligible, f"{key} is not an eligible skill of {hub}"
-            start, before = time.perf_counter(), load()
+            start, before, since = time.perf_counter(), load(), str(int(time.time()) - 2)
             victim = d.launch("skill_pipeline", {"dagster/partition": key})
             _poll(lambda v=victim: step_started(instance, v, "task_bundles")
                   or instance.get_run_by_id(v).status in DONE, time.monotonic() + 900)
             _pg("stop", cluster)
+            # Down until the step has finished its work and its next events (output, materialization) found no
+            # database: the worker's own log is the marker (the event log is what is down): the step's last line,
+            # or the run's task ending or failing to store its state; then --outage s more.
+            _poll(partial(_worker_logged, d.hosts[0], since, (f"task_bundles skill={key} created=",
+                                                               "Failed operation _store_result",
+                                                               "] succeeded in ", "] raised ")),
+                  time.monotonic() + 1800)
             time.sleep(outage)
             _pg("start", cluster)
 
@@ -181,6 +196,10 @@ def main() -> int:
     ap.add_argument("--pg-skills", default="log-triage-awk,csv-dedupe,invoice-reconciliation,skill-linter",
                     help="skills of --hub with tasks to gate (a trial per skill, in turn)")
     a = ap.parse_args()
+    # Ctrl-C and kill end it through its `finally` blocks (engine, deployment, databases removed), also when it
+    # was started in the background with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     a.work.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Any] = {"load_start": load()}
     if a.engine_trials:
