@@ -20,6 +20,8 @@ import argparse
 import json
 import os
 import random
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -62,10 +64,11 @@ def prepare(d: Deployment, instance: dg.DagsterInstance) -> list[str]:
     return [k for k in keys if store.load(SNAPSHOT, k).is_eligible]
 
 
-def speed(hub: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int) -> dict[str, Any]:
+def speed(hub: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int,
+          pg_env: dict[str, str]) -> dict[str, Any]:
     pinned = [(f"h{i + 1}", str(i)) for i in range(hosts)]
     root = work / f"hosts{hosts}"
-    with deployment(root, hub_sources(root, hub), pinned, concurrency) as d, \
+    with deployment(root, hub_sources(root, hub), pinned, concurrency, pg_env=pg_env) as d, \
             dg.DagsterInstance.get() as instance:
         eligible = prepare(d, instance)
         chosen = sorted(random.Random(seed).sample(eligible, min(n, len(eligible))))
@@ -90,13 +93,24 @@ def speed(hub: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int
                 "load_before": start_load, "load_after": load()}
 
 
-def kill_trials(hub: Path, work: Path, trials: int, seed: int) -> dict[str, Any]:
-    lost = duplicated = dup_tasks = 0
+def orphans(label: str) -> int:
+    """Gate containers of this deployment still there (none should be: no run is executing between trials)."""
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=skill2env.gate={label}"], capture_output=True,
+                         text=True).stdout
+    return len(out.split())
+
+
+def kill_trials(hub: Path, work: Path, trials: int, seed: int, skills: list[str],
+                pg_env: dict[str, str]) -> dict[str, Any]:
+    lost = duplicated = dup_tasks = left = 0
     rows = []
-    with deployment(work / "kill", hub_sources(work / "kill", hub), [("h1", ""), ("h2", "")], 1) as d, \
-            dg.DagsterInstance.get() as instance:
+    with deployment(work / "kill", hub_sources(work / "kill", hub), [("h1", ""), ("h2", "")], 1,
+                    pg_env=pg_env) as d, dg.DagsterInstance.get() as instance:
         eligible = prepare(d, instance)
-        for key in random.Random(seed).sample(eligible, min(trials, len(eligible))):
+        keys = ([f"hub__{skills[i % len(skills)]}" for i in range(trials)] if skills
+                else random.Random(seed).sample(eligible, min(trials, len(eligible))))
+        for key in keys:
+            assert key in eligible, f"{key} is not eligible"
             victim = d.launch("skill_pipeline", {"dagster/partition": key})
             while not step_started(instance, victim, "task_bundles"):
                 assert instance.get_run_by_id(victim).status not in (dg.DagsterRunStatus.SUCCESS,
@@ -114,11 +128,15 @@ def kill_trials(hub: Path, work: Path, trials: int, seed: int) -> dict[str, Any]
             lost += any(c == 0 for c in counts.values())
             duplicated += any(c > 1 for c in counts.values())
             dup_tasks += len(names) - len(set(names))
+            n_left = orphans(d.label)
+            left += n_left
             rows.append({"skill": key, "killed_run": failed.status.value, "retry": retried.status.value,
-                         "materializations": counts, "tasks": len(names)})
-            print(f"  {key}: killed run {failed.status.value}, retry {retried.status.value}, {counts}", flush=True)
+                         "materializations": counts, "tasks": len(names), "gate_containers_left": n_left,
+                         "load": load()})
+            print(f"  {key}: killed run {failed.status.value}, retry {retried.status.value}, {counts}, "
+                  f"{len(names)} tasks, gate containers left {n_left}, load {load()}", flush=True)
     return {"trials": len(rows), "partitions_lost": lost, "partitions_duplicated": duplicated,
-            "duplicate_tasks": dup_tasks, "rows": rows, "load_after": load()}
+            "duplicate_tasks": dup_tasks, "gate_containers_left": left, "rows": rows, "load_after": load()}
 
 
 def main() -> int:
@@ -130,7 +148,16 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=2, help="runs at once per worker host")
     p.add_argument("--speedup", action="store_true")
     p.add_argument("--kill-trials", type=int, default=0)
+    p.add_argument("--kill-skills", default="", help="comma-separated skills of --hub to kill in turn (skills whose "
+                   "task_bundles has work to interrupt; default: a seeded sample of the eligible ones)")
+    p.add_argument("--pg-cluster", default="", help="a Postgres cluster of your own (scripts/postgres-up.sh)")
+    p.add_argument("--pg-port", default="")
     a = p.parse_args()
+    # Ctrl-C and kill end it through the deployment's `finally` (hosts, daemon, database removed), also when it was
+    # started in the background with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    pg_env = {"S2E_PG_CLUSTER": a.pg_cluster, "S2E_PG_PORT": a.pg_port} if a.pg_cluster else {}
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     sources = a.hub.resolve()
@@ -138,16 +165,18 @@ def main() -> int:
     if a.speedup:
         for hosts in (1, 2):
             print(f"{hosts} host(s), load {load()} ...", flush=True)
-            figures[f"hosts_{hosts}"] = speed(sources, work, hosts, a.eligible, a.seed, a.concurrency)
+            figures[f"hosts_{hosts}"] = speed(sources, work, hosts, a.eligible, a.seed, a.concurrency, pg_env)
             print(json.dumps(figures[f"hosts_{hosts}"]), flush=True)
         one, two = figures["hosts_1"]["wall_s"], figures["hosts_2"]["wall_s"]
         figures["speedup"] = round(one / two, 2)
         print(f"2 hosts vs 1: {figures['speedup']}x (target >= 1.6)")
     if a.kill_trials:
-        figures["kill"] = kill_trials(sources, work, a.kill_trials, a.seed)
+        figures["kill"] = kill_trials(sources, work, a.kill_trials, a.seed,
+                                      [s for s in a.kill_skills.split(",") if s], pg_env)
         k = figures["kill"]
         print(f"kill -9 of a worker, {k['trials']} trials: partitions lost {k['partitions_lost']}, duplicated "
-              f"{k['partitions_duplicated']}, duplicate tasks {k['duplicate_tasks']} (target 0 each)")
+              f"{k['partitions_duplicated']}, duplicate tasks {k['duplicate_tasks']}, gate containers left "
+              f"{k['gate_containers_left']} (target 0 each)")
     (work / "figures.json").write_text(json.dumps(figures, indent=2))
     return 0
 

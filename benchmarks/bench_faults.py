@@ -147,7 +147,7 @@ def pg_trials(work: Path, hub: Path, trials: int, cluster: str, port: str, outag
         for i in range(trials):
             key = f"hub__{skills[i % len(skills)]}"
             assert key in eligible, f"{key} is not an eligible skill of {hub}"
-            start, before, since = time.perf_counter(), load(), str(int(time.time()) - 2)
+            start, before, since = time.perf_counter(), load(), str(int(time.time()))
             victim = d.launch("skill_pipeline", {"dagster/partition": key})
             _poll(lambda v=victim: step_started(instance, v, "task_bundles")
                   or instance.get_run_by_id(v).status in DONE, time.monotonic() + 900)
@@ -155,9 +155,11 @@ def pg_trials(work: Path, hub: Path, trials: int, cluster: str, port: str, outag
             # Down until the step has finished its work and its next events (output, materialization) found no
             # database: the worker's own log is the marker (the event log is what is down): the step's last line,
             # or the run's task ending or failing to store its state; then --outage s more.
+            tid = instance.get_run_by_id(victim).tags.get("dagster-celery/task_id", "?")
             _poll(partial(_worker_logged, d.hosts[0], since, (f"task_bundles skill={key} created=",
                                                                "Failed operation _store_result",
-                                                               "] succeeded in ", "] raised ")),
+                                                               f"execute_job[{tid}] succeeded",
+                                                               f"execute_job[{tid}] raised")),
                   time.monotonic() + 1800)
             time.sleep(outage)
             _pg("start", cluster)
