@@ -102,14 +102,16 @@ def orphans(label: str) -> int:
 
 def kill_trials(hub: Path, work: Path, trials: int, seed: int, skills: list[str],
                 pg_env: dict[str, str]) -> dict[str, Any]:
-    lost = duplicated = dup_tasks = left = 0
+    lost = duplicated = dup_tasks = left = missed = 0
     rows = []
     with deployment(work / "kill", hub_sources(work / "kill", hub), [("h1", ""), ("h2", "")], 1,
                     pg_env=pg_env) as d, dg.DagsterInstance.get() as instance:
         eligible = prepare(d, instance)
-        keys = ([f"hub__{skills[i % len(skills)]}" for i in range(trials)] if skills
-                else random.Random(seed).sample(eligible, min(trials, len(eligible))))
+        keys = ([f"hub__{skills[i % len(skills)]}" for i in range(2 * trials)] if skills
+                else random.Random(seed).sample(eligible, min(2 * trials, len(eligible))))
         for key in keys:
+            if len(rows) == trials:
+                break
             assert key in eligible, f"{key} is not eligible"
             victim = d.launch("skill_pipeline", {"dagster/partition": key})
             while not step_started(instance, victim, "task_bundles"):
@@ -118,6 +120,10 @@ def kill_trials(hub: Path, work: Path, trials: int, seed: int, skills: list[str]
                 time.sleep(0.3)
             d.kill_run_worker(d.host_of(instance.get_run_by_id(victim)))
             failed = wait_run(instance, victim)
+            if failed.status == dg.DagsterRunStatus.SUCCESS:  # it finished before the kill landed: no trial
+                print(f"  {key}: the run finished before the kill, trial not counted", flush=True)
+                missed += 1
+                continue
             deadline = time.monotonic() + 600
             while not (retries := instance.get_runs(filters=dg.RunsFilter(tags={"dagster/parent_run_id": victim}))):
                 assert time.monotonic() < deadline, f"{key}: no retry"
@@ -136,7 +142,8 @@ def kill_trials(hub: Path, work: Path, trials: int, seed: int, skills: list[str]
             print(f"  {key}: killed run {failed.status.value}, retry {retried.status.value}, {counts}, "
                   f"{len(names)} tasks, gate containers left {n_left}, load {load()}", flush=True)
     return {"trials": len(rows), "partitions_lost": lost, "partitions_duplicated": duplicated,
-            "duplicate_tasks": dup_tasks, "gate_containers_left": left, "rows": rows, "load_after": load()}
+            "duplicate_tasks": dup_tasks, "gate_containers_left": left, "missed": missed, "rows": rows,
+            "load_after": load()}
 
 
 def main() -> int:

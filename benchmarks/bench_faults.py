@@ -151,11 +151,11 @@ def pg_trials(work: Path, hub: Path, trials: int, cluster: str, port: str, outag
             victim = d.launch("skill_pipeline", {"dagster/partition": key})
             _poll(lambda v=victim: step_started(instance, v, "task_bundles")
                   or instance.get_run_by_id(v).status in DONE, time.monotonic() + 900)
+            tid = instance.get_run_by_id(victim).tags.get("dagster-celery/task_id", "?")
             _pg("stop", cluster)
             # Down until the step has finished its work and its next events (output, materialization) found no
             # database: the worker's own log is the marker (the event log is what is down): the step's last line,
             # or the run's task ending or failing to store its state; then --outage s more.
-            tid = instance.get_run_by_id(victim).tags.get("dagster-celery/task_id", "?")
             _poll(partial(_worker_logged, d.hosts[0], since, (f"task_bundles skill={key} created=",
                                                                "Failed operation _store_result",
                                                                f"execute_job[{tid}] succeeded",
@@ -195,7 +195,7 @@ def main() -> int:
     ap.add_argument("--pg-port", default="5499")
     ap.add_argument("--outage", type=float, default=15.0, help="seconds Postgres stays down")
     ap.add_argument("--hub", type=Path, default=REPO / "examples" / "skillhub")
-    ap.add_argument("--pg-skills", default="log-triage-awk,csv-dedupe,invoice-reconciliation,skill-linter",
+    ap.add_argument("--pg-skills", default="log-triage-awk,invoice-reconciliation,skill-linter",
                     help="skills of --hub with tasks to gate (a trial per skill, in turn)")
     a = ap.parse_args()
     # Ctrl-C and kill end it through its `finally` blocks (engine, deployment, databases removed), also when it

@@ -43,6 +43,9 @@ HOST_NAME = "S2E_HOST_NAME"  # a worker host's name (hosts sharing a network nam
 MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed anyway
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
+# Set by kill_all_live (Ctrl-C), cleared when a new batch of gates starts: a container created after the kill
+# (its create call was in flight) is removed at once instead of running to its deadline.
+CANCEL = threading.Event()
 
 # Kill every process except PID 1 (init), the keeper and this shell, in rounds: SIGSTOP to all (kill -1), then
 # SIGKILL each one by pid, until a round finds nothing left to kill. One round is not enough: a process caught in
@@ -148,8 +151,10 @@ def reap_orphans(client: docker.DockerClient, label: str) -> int:
 
 
 def kill_all_live(client: docker.DockerClient) -> None:
-    """Kill every trial container still running (Ctrl-C path); their owners then remove them."""
+    """Kill every trial container still running (Ctrl-C path); their owners then remove them. Containers whose
+    creation is still in flight see CANCEL when they register (hardened), so none escapes."""
     with _LIVE_LOCK:
+        CANCEL.set()
         ids = list(_LIVE)
     for cid in ids:
         with contextlib.suppress(docker.errors.APIError):
@@ -241,6 +246,10 @@ def hardened(client: docker.DockerClient, s: GateSettings, image: str, labels: d
         labels={**labels_for(s), **labels}, detach=True, **kw)
     with _LIVE_LOCK:
         _LIVE.add(str(box.id))
+        cancelled = CANCEL.is_set()
+    if cancelled:
+        _remove(box)
+        raise InfraError(ReasonCode.CANCELLED, "gates cancelled")
     return box
 
 

@@ -21,7 +21,6 @@ mutation testing turned off, no output visible to the engine).
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -68,7 +67,6 @@ from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import InfraError, InputError, ReasonCode, Skill2EnvError
 
 log = logging.getLogger(__name__)
-_CANCEL = threading.Event()
 ENGINE_CHECK = "engine"  # the check recorded when the gate's witness container did not survive it
 
 
@@ -93,7 +91,7 @@ def _timeouts(config: TaskToml, settings: GateSettings) -> tuple[float, float]:
 
 
 def _raise_if_cancelled() -> None:
-    if _CANCEL.is_set():
+    if ctr.CANCEL.is_set():
         raise InfraError(ReasonCode.CANCELLED, "gates cancelled")
 
 
@@ -469,7 +467,7 @@ def run_gates(task_dirs: list[Path | str], settings: GateSettings | None = None)
     except InfraError:
         # Static checks still run; each report records the missing engine as could-not-check.
         return [gate_task(d, settings) for d in task_dirs]
-    _CANCEL.clear()
+    ctr.CANCEL.clear()
     pool = ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="gate")
     futures = [pool.submit(gate_task, d, settings, client) for d in task_dirs]
     try:
@@ -478,7 +476,6 @@ def run_gates(task_dirs: list[Path | str], settings: GateSettings | None = None)
             wait(futures, timeout=0.2)
         return [f.result() for f in futures]
     except KeyboardInterrupt:
-        _CANCEL.set()
         for f in futures:
             f.cancel()
         ctr.kill_all_live(client)
