@@ -88,7 +88,10 @@ def parse_setup(code: int | None, out: bytes) -> tuple[str, list[str]]:
     missing (never a path taken for a pid)."""
     words = out.decode(errors="replace").split()
     if code != 0 or len(words) < 2 or words[0] != "keeper" or not words[1].isdigit():
-        raise InfraError(ReasonCode.INTERNAL_ERROR, f"container setup failed: {out[-300:]!r}")
+        # Our own script printed nothing at all: the exec never ran (an engine that just restarted, a container
+        # stopped under it), which is the engine's trouble and retried as such.
+        reason = ReasonCode.DOCKER_UNAVAILABLE if not out.strip() else ReasonCode.INTERNAL_ERROR
+        raise InfraError(reason, f"container setup failed (exit {code}): {out[-300:]!r}")
     return words[1], [w for w in words[2:] if w.startswith("/")]
 
 

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -44,6 +45,7 @@ class Deployment:
     env: dict[str, str]
     label: str
     hosts: list[str] = field(default_factory=list)
+    workspace: str = WORKSPACE
 
     def dagster(self, *args: str, timeout: float = 180) -> str:
         proc = subprocess.run([str(VENV_BIN / "dagster"), *args], cwd=REPO, env=self.env, capture_output=True,
@@ -54,11 +56,11 @@ class Deployment:
     def launch(self, job: str, tags: dict[str, str] | None = None) -> str:
         run_id = str(uuid.uuid4())
         extra = ["--tags", json.dumps(tags)] if tags else []
-        self.dagster("job", "launch", "-w", WORKSPACE, "-j", job, "--run-id", run_id, *extra)
+        self.dagster("job", "launch", "-w", self.workspace, "-j", job, "--run-id", run_id, *extra)
         return run_id
 
     def backfill(self, job: str, partitions: list[str]) -> None:
-        self.dagster("job", "backfill", "-w", WORKSPACE, "-j", job, "--partitions", ",".join(partitions),
+        self.dagster("job", "backfill", "-w", self.workspace, "-j", job, "--partitions", ",".join(partitions),
                      "--noprompt")
 
     def host_of(self, run: dg.DagsterRun) -> str:
@@ -88,6 +90,33 @@ class Deployment:
                   ".split()[1] == '1':\n"
                   "        os.kill(int(p), signal.SIGKILL)\n")
         subprocess.run(["docker", "exec", host, "python", "-c", script], check=True, timeout=60)
+
+
+def _code_server(root: Path, env: dict[str, str], wait: float = 300) -> tuple[subprocess.Popen, str]:
+    """The code location as its own long-lived server (`dagster code-server start`) and a workspace file pointing
+    at it, as a production head runs it. A code server the daemon starts itself is tied to the daemon's heartbeat
+    and opens the instance when it starts: with Postgres down for longer than the heartbeat it died, could not
+    start again, and the run retry the daemon attempted right after the outage failed to load the location."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open(root / "code-server.log", "wb") as log:
+        argv = [str(VENV_BIN / "dagster"), "code-server", "start", "-m", "skill2env_dagster.definitions",
+                "--location-name", "skill2env", "-h", "127.0.0.1", "-p", str(port)]
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    workspace = root / "workspace.yaml"
+    workspace.write_text(f"load_from:\n  - grpc_server:\n      host: 127.0.0.1\n      port: {port}\n"
+                         f"      location_name: skill2env\n")
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        ping = subprocess.run([str(VENV_BIN / "dagster"), "api", "grpc-health-check", "-p", str(port)], env=env,
+                              capture_output=True)
+        if ping.returncode == 0:
+            return proc, str(workspace)
+        assert proc.poll() is None, f"the code server exited: {(root / 'code-server.log').read_text()[-2000:]}"
+        time.sleep(1)
+    proc.kill()
+    raise UnavailableError(f"the code server did not answer in {wait:.0f}s")
 
 
 def hub_sources(root: Path, hub: Path) -> Path:
@@ -146,16 +175,17 @@ def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurre
     saved = {k: os.environ.get(k) for k in settings}
     os.environ.update(settings)
     d = Deployment(root, {**base, **settings}, label)
-    daemon = None
+    daemon = code_server = None
     try:
         subprocess.run([str(VENV_BIN / "skill2env"), "base-images"], env=d.env, check=True, capture_output=True)
         head = subprocess.run(["bash", str(CELERY / "head.sh"), str(len(hosts))], env=d.env, capture_output=True,
                               text=True, timeout=300)
         assert head.returncode == 0, head.stderr
+        code_server, d.workspace = _code_server(root, d.env)
         with open(root / "daemon.log", "wb") as log:
-            daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", WORKSPACE], cwd=REPO,
+            daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", d.workspace], cwd=REPO,
                                       env=d.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        d.dagster("sensor", "stop", "skillhub_change_sensor", "-w", WORKSPACE)
+        d.dagster("sensor", "stop", "skillhub_change_sensor", "-w", d.workspace)
         for name, cpuset in hosts:
             started = subprocess.run(["bash", str(CELERY / "worker-host.sh"), f"{label}-{name}", cpuset,
                                       str(concurrency)], env=d.env, capture_output=True, text=True, timeout=120)
@@ -163,12 +193,14 @@ def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurre
             d.hosts.append(f"s2e-host-{label}-{name}")
         yield d
     finally:
-        if daemon is not None:
-            daemon.send_signal(signal.SIGTERM)
+        for proc in (daemon, code_server):
+            if proc is None:
+                continue
+            proc.send_signal(signal.SIGTERM)
             try:
-                daemon.wait(30)
+                proc.wait(30)
             except subprocess.TimeoutExpired:
-                os.killpg(daemon.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
         for h in d.hosts:
             with open(root / f"{h}.log", "w") as out:
                 subprocess.run(["docker", "logs", h], stdout=out, stderr=subprocess.STDOUT)
