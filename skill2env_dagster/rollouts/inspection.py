@@ -16,6 +16,11 @@ that no call prints more than the agent's tool keeps and the judge is shown of o
 in full up to `FILE_BYTES`, all inputs together up to `READ_BUDGET`. A file cut short, and any file of a folder left
 unread, is marked as such in the output (an independent judge could not check several attempts of a task whose
 folder listing had been cut silently at 2,500 characters).
+
+After the work, a deliverable program the instruction shows being called on a file (`/app/bin/tool FILE.csv`) is run
+on the sample the instruction names and compared with the sample's expected output where one is named
+(`sample_runs`): two independent judges withheld +3..+5 from references that "wrote a general program but never ran
+it on the provided sample". Its real output, exit code and diff are shown, whatever they are.
 """
 
 from __future__ import annotations
@@ -200,4 +205,87 @@ def inspection_steps(instruction: str, workdir: str, deliverables: Sequence[str]
     each = max(CALL_BYTES // max(len(outputs), 1) - 200, 300)
     checks = [f"ls -la {shlex.quote(p)} && show {shlex.quote(p)} {min(each, CHECK_BYTES)}" for p in outputs]
     after = ["; ".join([_SHOW, *checks])] if outputs else []
-    return before, after
+    return before, after + [run.command() for run in sample_runs(instruction, wd, deliverables, found)]
+
+
+_SPAN = re.compile(r"`([^`\n]+)`")
+_EXPECTED_CUE = re.compile(r"\b(correct|expected|should|after|fixed|repaired|result|output|findings|answer)\b", re.I)
+SAMPLE_RUN_BYTES = 2000  # the program's output shown, and the diff shown, each up to this
+
+
+@dataclass(frozen=True)
+class SampleRun:
+    """A deliverable program run on the sample input the instruction names, the way the instruction says it is
+    called, and compared with the sample's expected output where the instruction names one."""
+
+    program: str
+    argv: tuple[str, ...]  # the call, with the placeholder replaced by the sample
+    sample: str
+    expected: str | None
+
+    def command(self) -> str:
+        name = posixpath.basename(self.program)
+        out, err = f"/tmp/check/{name}.out", f"/tmp/check/{name}.err"
+        call = " ".join(a if a == "<" else shlex.quote(a) for a in self.argv)
+        parts = [_SHOW, "mkdir -p /tmp/check", f"timeout 60 {call} > {out} 2> {err}; echo \"[exit code $?]\"",
+                 f"show {out} {SAMPLE_RUN_BYTES}", f"if [ -s {err} ]; then echo '[stderr]'; show {err} 500; fi"]
+        if self.expected:
+            exp = shlex.quote(self.expected)
+            parts.append(f"if cmp -s {out} {exp}; then echo {shlex.quote('identical to ' + self.expected)}; "
+                         f"elif cmp -s <(sort {out}) <(sort {exp}); then "
+                         f"echo {shlex.quote('the same lines as ' + self.expected + ', in another order')}; "
+                         f"else echo {shlex.quote('differs from ' + self.expected + ' (diff expected output):')}; "
+                         f"diff {exp} {out} | head -c {SAMPLE_RUN_BYTES}; echo; fi")
+        return "; ".join(parts)
+
+
+def _placeholder(token: str) -> bool:
+    """FILE.csv, INPUT: a name standing for any file, not a file of the task (as in `named_paths`)."""
+    stem = posixpath.basename(token).split(".")[0]
+    return len(stem) > 1 and stem.isupper() and stem.isalpha()
+
+
+def sample_runs(instruction: str, workdir: str, deliverables: Sequence[str], found: Probe | None) -> list[SampleRun]:
+    """Each deliverable program the instruction shows being called on a file (`/app/bin/tool FILE.csv`, one
+    placeholder, output to stdout), run on the first sample file the instruction names with that extension; its
+    expected output is the next file the instruction names in the sample's folder, in a sentence that says so
+    ("its correct findings in ...", "... shows it after the repair")."""
+    wd = workdir or "/"
+    produced = [_resolve(d, wd) for d in deliverables]
+    named = [p for p in named_paths(instruction, wd) if p not in produced]
+    if found is not None:
+        named = [p for p in named if p in found.existing and p not in found.folders]
+    runs: list[SampleRun] = []
+    for span in _SPAN.finditer(instruction):
+        try:
+            argv = shlex.split(span.group(1))
+        except ValueError:
+            continue
+        program = next((_resolve(a, wd) for a in argv if _resolve(a, wd) in produced), None)
+        holes = [i for i, a in enumerate(argv) if _placeholder(a)]
+        if program is None or len(holes) != 1 or any(a in ("|", ">", ">>", ";", "&&", "||") for a in argv) \
+                or any(r.program == program for r in runs):
+            continue
+        ext = posixpath.splitext(argv[holes[0]])[1]
+        sample = next((p for p in named if p.endswith(ext)), None)
+        if sample is None:
+            continue
+        expected = _expected(instruction, named, sample)
+        call = tuple(sample if i == holes[0] else a for i, a in enumerate(argv))
+        runs.append(SampleRun(program, call, sample, expected))
+    return runs
+
+
+def _expected(instruction: str, named: list[str], sample: str) -> str | None:
+    """The file named after the sample, in its folder, with a word saying it is the sample's expected output."""
+    later = named[named.index(sample) + 1:]
+    for p in later:
+        if posixpath.dirname(p) != posixpath.dirname(sample):
+            continue
+        at = instruction.find(p) if p in instruction else instruction.find(posixpath.basename(p))
+        start = max(instruction.rfind(". ", 0, at), instruction.rfind("\n", 0, at)) + 1
+        end = min((i for i in (instruction.find(". ", at), instruction.find("\n", at)) if i >= 0),
+                  default=len(instruction))
+        if _EXPECTED_CUE.search(instruction[start:end].replace(p, "")):
+            return p
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import posixpath
 import re
 import shlex
@@ -24,6 +25,8 @@ from skill2env_dagster.rollouts.inspection import Probe, existing_probe, inspect
 from skill2env_dagster.rollouts.sandbox import Sandbox
 from skill2env_dagster.rollouts.script_steps import agent_steps, split_commands
 from skill2env_dagster.rollouts.tools import BASH
+
+log = logging.getLogger(__name__)
 
 
 class Policy(Protocol):
@@ -77,6 +80,7 @@ class OraclePolicy:
         self.solution_dir = solution_dir
         self.solver = "oracle" if solution_dir is None else PREVIOUS_SOLUTION
         self.steps: list[str] = []
+        self.probed = False  # whether the read-only probe answered (else each input is read blind, in one call)
 
     def prepare(self, sandbox: Sandbox, task: TaskDir) -> None:
         config = TaskToml.from_toml(task.config.read_text(encoding="utf-8"))
@@ -89,6 +93,10 @@ class OraclePolicy:
             probe = sandbox.exec(existing_probe(paths), 30)
             if probe.exit_code == 0:
                 found = Probe.parse(probe.head.decode("utf-8", "replace"), complete=not probe.tail)
+            else:
+                log.warning("Oracle probe failed (exit %s) on %s: inputs read without sizes", probe.exit_code,
+                            task.root)
+        self.probed = found is not None
         before, after = inspection_steps(instruction, workdir, deliverables, found)
         self.steps = [*before, *work, *after]
 

@@ -124,3 +124,58 @@ def test_a_program_to_repair_is_read_before_the_work(tmp_path: Path):
     before, after = _steps(text, app, [f"{app}/bin/check-register"])
     assert "# the line to fix" in "\n".join(_bash(s) for s in before[1:])
     assert f"show {app}/bin/check-register" in after[0]
+
+
+def _sample_task(app: Path, program: str) -> str:
+    (app / "samples").mkdir(parents=True)
+    (app / "bin").mkdir()
+    (app / "samples" / "register.csv").write_text("id,status\n1,active\n2,draft\n3,active\n")
+    (app / "samples" / "findings.txt").write_text("1,R1,active\n3,R1,active\n")
+    (app / "bin" / "check").write_text(program)
+    (app / "bin" / "check").chmod(0o755)
+    return (f"Write {app}/bin/check. A sample register is in {app}/samples/register.csv, with its correct findings "
+            f"in {app}/samples/findings.txt. It is run as `{app}/bin/check FILE.csv` and prints one line per breach.")
+
+
+@pytest.mark.parametrize("program, verdict", [
+    ("#!/bin/sh\ngrep ',active$' \"$1\" | sed 's/,active$/,R1,active/'\n", "identical to"),
+    ("#!/bin/sh\ngrep ',active$' \"$1\" | sed 's/,active$/,R1,active/' | sort -r\n", "the same lines as"),
+    ("#!/bin/sh\necho '1,R1,active'\n", "differs from"),
+])
+def test_the_program_it_wrote_is_run_on_the_sample_and_compared(tmp_path: Path, program: str, verdict: str):
+    """Independent judges withheld +3..+5 from references that "wrote a general program but never ran it on the
+    provided sample": the look after runs it as the instruction calls it, on the sample, and compares it with the
+    sample's expected output. Real runs: the verdict is what the program printed."""
+    app = tmp_path / "app"
+    text = _sample_task(app, program)
+    _, after = _steps(text, app, [f"{app}/bin/check"])
+    assert len(after) == 2  # look at the deliverable, then run it on the sample
+    out = _bash(after[1])
+    assert "[exit code 0]" in out and f"{verdict} {app}/samples/findings.txt" in out
+    assert "1,R1,active" in out  # its real output is shown
+    if verdict == "differs from":
+        assert "< 3,R1,active" in out  # the diff says what is missing
+
+
+def test_a_program_that_fails_on_the_sample_shows_its_error(tmp_path: Path):
+    app = tmp_path / "app"
+    text = _sample_task(app, "#!/bin/sh\necho 'cannot parse' >&2\nexit 3\n")
+    _, after = _steps(text, app, [f"{app}/bin/check"])
+    out = _bash(after[1])
+    assert "[exit code 3]" in out and "[stderr]\ncannot parse" in out and "differs from" in out
+
+
+def test_no_sample_run_without_a_call_on_a_file_or_a_sample():
+    """Only a deliverable the instruction shows called on one placeholder file, with a sample of that kind named;
+    the expected output only where the instruction says the file is one."""
+    found = Probe(frozenset({"/app/s/in.csv", "/app/s/notes.md"}), {}, {})
+    assert inspection.sample_runs("Run `/app/bin/x FILE.csv` on /app/s/in.csv.", "/app", ["/app/out.csv"],
+                                  found) == []  # not a deliverable
+    assert inspection.sample_runs("Write /app/bin/x; see /app/s/in.csv.", "/app", ["/app/bin/x"], found) == []
+    assert inspection.sample_runs("Write /app/bin/x, run as `/app/bin/x IN.csv OUT.csv`; see /app/s/in.csv.",
+                                  "/app", ["/app/bin/x"], found) == []  # two placeholders: which is the input?
+    assert inspection.sample_runs("Write /app/bin/x, run as `/app/bin/x FILE.json`; see /app/s/in.csv.",
+                                  "/app", ["/app/bin/x"], found) == []  # no sample of that kind
+    [run] = inspection.sample_runs("Write /app/bin/x, run as `/app/bin/x FILE.csv`. A sample is /app/s/in.csv; "
+                                   "/app/s/notes.md has the background.", "/app", ["/app/bin/x"], found)
+    assert run.argv == ("/app/bin/x", "/app/s/in.csv") and run.expected is None  # notes are not an expected output
