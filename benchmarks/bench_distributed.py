@@ -20,6 +20,8 @@ import argparse
 import json
 import os
 import random
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,11 +36,11 @@ from skill2env_dagster.store import ArtifactStore
 from tests.support.distributed import (
     Deployment,
     deployment,
+    hub_sources,
     materializations,
     step_started,
     wait_run,
 )
-from tests.support.hub import write_sources
 
 CHAIN = ["skillhub_snapshot", "skill_knowledge", "workflow_plans", "axis_samples", "task_bundles", "gate_reports"]
 
@@ -62,12 +64,15 @@ def prepare(d: Deployment, instance: dg.DagsterInstance) -> list[str]:
     return [k for k in keys if store.load(SNAPSHOT, k).is_eligible]
 
 
-def speed(hub_sources: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int) -> dict[str, Any]:
+def speed(hub: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int,
+          pg_env: dict[str, str]) -> dict[str, Any]:
     pinned = [(f"h{i + 1}", str(i)) for i in range(hosts)]
-    with deployment(work / f"hosts{hosts}", hub_sources, pinned, concurrency) as d, \
+    root = work / f"hosts{hosts}"
+    with deployment(root, hub_sources(root, hub), pinned, concurrency, pg_env=pg_env) as d, \
             dg.DagsterInstance.get() as instance:
         eligible = prepare(d, instance)
         chosen = sorted(random.Random(seed).sample(eligible, min(n, len(eligible))))
+        cpu0 = {h: host_cpu_s(h) for h in d.hosts}
         start_load, t0, since = load(), time.monotonic(), time.time()
         d.backfill("skill_pipeline", chosen)
         deadline = time.monotonic() + 6 * 3600
@@ -80,22 +85,51 @@ def speed(hub_sources: Path, work: Path, hosts: int, n: int, seed: int, concurre
             assert time.monotonic() < deadline, "the backfill did not finish"
             time.sleep(2)
         wall = time.monotonic() - t0
+        cpu = {h[-2:]: round(host_cpu_s(h) - cpu0[h], 1) for h in d.hosts}
         by_host: dict[str, int] = {}
         for r in runs:
             h = d.host_of(r)
             by_host[h[-2:]] = by_host.get(h[-2:], 0) + 1
         return {"hosts": hosts, "skills": len(chosen), "wall_s": round(wall, 1),
                 "failed": sum(r.status == dg.DagsterRunStatus.FAILURE for r in runs), "runs_by_host": by_host,
+                "cpu_s_by_host": cpu,
                 "load_before": start_load, "load_after": load()}
 
 
-def kill_trials(hub_sources: Path, work: Path, trials: int, seed: int) -> dict[str, Any]:
-    lost = duplicated = dup_tasks = 0
+def host_cpu_s(host: str) -> float:
+    """CPU seconds a worker host's container has used (cgroup v1 cpuacct, else v2 cpu.stat): its run workers, which
+    do the work of the offline pipeline (its gate containers, short shell scripts, are not counted)."""
+    cid = subprocess.run(["docker", "inspect", "-f", "{{.Id}}", host], capture_output=True, text=True).stdout.strip()
+    v1 = Path(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage")
+    if v1.is_file():
+        return int(v1.read_text()) / 1e9
+    for v2 in (Path(f"/sys/fs/cgroup/docker/{cid}/cpu.stat"),
+               Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat")):
+        if v2.is_file():
+            return int(v2.read_text().split("usage_usec")[1].split()[0]) / 1e6
+    return float("nan")
+
+
+def orphans(label: str) -> int:
+    """Gate containers of this deployment still there (none should be: no run is executing between trials)."""
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=skill2env.gate={label}"], capture_output=True,
+                         text=True).stdout
+    return len(out.split())
+
+
+def kill_trials(hub: Path, work: Path, trials: int, seed: int, skills: list[str],
+                pg_env: dict[str, str]) -> dict[str, Any]:
+    lost = duplicated = dup_tasks = left = missed = 0
     rows = []
-    with deployment(work / "kill", hub_sources, [("h1", ""), ("h2", "")], 1) as d, \
-            dg.DagsterInstance.get() as instance:
+    with deployment(work / "kill", hub_sources(work / "kill", hub), [("h1", ""), ("h2", "")], 1,
+                    pg_env=pg_env) as d, dg.DagsterInstance.get() as instance:
         eligible = prepare(d, instance)
-        for key in random.Random(seed).sample(eligible, min(trials, len(eligible))):
+        keys = ([f"hub__{skills[i % len(skills)]}" for i in range(2 * trials)] if skills
+                else random.Random(seed).sample(eligible, min(2 * trials, len(eligible))))
+        for key in keys:
+            if len(rows) == trials:
+                break
+            assert key in eligible, f"{key} is not eligible"
             victim = d.launch("skill_pipeline", {"dagster/partition": key})
             while not step_started(instance, victim, "task_bundles"):
                 assert instance.get_run_by_id(victim).status not in (dg.DagsterRunStatus.SUCCESS,
@@ -103,6 +137,10 @@ def kill_trials(hub_sources: Path, work: Path, trials: int, seed: int) -> dict[s
                 time.sleep(0.3)
             d.kill_run_worker(d.host_of(instance.get_run_by_id(victim)))
             failed = wait_run(instance, victim)
+            if failed.status == dg.DagsterRunStatus.SUCCESS:  # it finished before the kill landed: no trial
+                print(f"  {key}: the run finished before the kill, trial not counted", flush=True)
+                missed += 1
+                continue
             deadline = time.monotonic() + 600
             while not (retries := instance.get_runs(filters=dg.RunsFilter(tags={"dagster/parent_run_id": victim}))):
                 assert time.monotonic() < deadline, f"{key}: no retry"
@@ -113,11 +151,16 @@ def kill_trials(hub_sources: Path, work: Path, trials: int, seed: int) -> dict[s
             lost += any(c == 0 for c in counts.values())
             duplicated += any(c > 1 for c in counts.values())
             dup_tasks += len(names) - len(set(names))
+            n_left = orphans(d.label)
+            left += n_left
             rows.append({"skill": key, "killed_run": failed.status.value, "retry": retried.status.value,
-                         "materializations": counts, "tasks": len(names)})
-            print(f"  {key}: killed run {failed.status.value}, retry {retried.status.value}, {counts}", flush=True)
+                         "materializations": counts, "tasks": len(names), "gate_containers_left": n_left,
+                         "load": load()})
+            print(f"  {key}: killed run {failed.status.value}, retry {retried.status.value}, {counts}, "
+                  f"{len(names)} tasks, gate containers left {n_left}, load {load()}", flush=True)
     return {"trials": len(rows), "partitions_lost": lost, "partitions_duplicated": duplicated,
-            "duplicate_tasks": dup_tasks, "rows": rows, "load_after": load()}
+            "duplicate_tasks": dup_tasks, "gate_containers_left": left, "missed": missed, "rows": rows,
+            "load_after": load()}
 
 
 def main() -> int:
@@ -129,25 +172,41 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=2, help="runs at once per worker host")
     p.add_argument("--speedup", action="store_true")
     p.add_argument("--kill-trials", type=int, default=0)
+    p.add_argument("--kill-skills", default="", help="comma-separated skills of --hub to kill in turn (skills whose "
+                   "task_bundles has work to interrupt; default: a seeded sample of the eligible ones)")
+    p.add_argument("--pg-cluster", default="", help="a Postgres cluster of your own (scripts/postgres-up.sh)")
+    p.add_argument("--pg-port", default="")
     a = p.parse_args()
+    # Ctrl-C and kill end it through the deployment's `finally` (hosts, daemon, database removed), also when it was
+    # started in the background with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    pg_env = {"S2E_PG_CLUSTER": a.pg_cluster, "S2E_PG_PORT": a.pg_port} if a.pg_cluster else {}
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    sources = write_sources(work / "sources.yaml", [{"name": "hub", "kind": "dir", "path": str(a.hub.resolve())}],
-                            work / "cache")
+    sources = a.hub.resolve()
     figures: dict[str, Any] = {}
     if a.speedup:
         for hosts in (1, 2):
             print(f"{hosts} host(s), load {load()} ...", flush=True)
-            figures[f"hosts_{hosts}"] = speed(sources, work, hosts, a.eligible, a.seed, a.concurrency)
+            figures[f"hosts_{hosts}"] = speed(sources, work, hosts, a.eligible, a.seed, a.concurrency, pg_env)
             print(json.dumps(figures[f"hosts_{hosts}"]), flush=True)
         one, two = figures["hosts_1"]["wall_s"], figures["hosts_2"]["wall_s"]
         figures["speedup"] = round(one / two, 2)
-        print(f"2 hosts vs 1: {figures['speedup']}x (target >= 1.6)")
+        # What a machine with a free core per host would show if the runs are CPU-bound: the one host's CPU seconds
+        # over the busier of the two hosts' (load on this shared machine does not change CPU seconds much).
+        cpu1 = sum(figures["hosts_1"]["cpu_s_by_host"].values())
+        cpu2 = max(figures["hosts_2"]["cpu_s_by_host"].values())
+        figures["cpu_speedup"] = round(cpu1 / cpu2, 2) if cpu2 else None
+        print(f"2 hosts vs 1: {figures['speedup']}x wall (target >= 1.6); CPU seconds {cpu1:.0f} on one host, "
+              f"{figures['hosts_2']['cpu_s_by_host']} on two: {figures['cpu_speedup']}x")
     if a.kill_trials:
-        figures["kill"] = kill_trials(sources, work, a.kill_trials, a.seed)
+        figures["kill"] = kill_trials(sources, work, a.kill_trials, a.seed,
+                                      [s for s in a.kill_skills.split(",") if s], pg_env)
         k = figures["kill"]
         print(f"kill -9 of a worker, {k['trials']} trials: partitions lost {k['partitions_lost']}, duplicated "
-              f"{k['partitions_duplicated']}, duplicate tasks {k['duplicate_tasks']} (target 0 each)")
+              f"{k['partitions_duplicated']}, duplicate tasks {k['duplicate_tasks']}, gate containers left "
+              f"{k['gate_containers_left']} (target 0 each)")
     (work / "figures.json").write_text(json.dumps(figures, indent=2))
     return 0
 

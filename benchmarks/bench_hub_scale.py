@@ -8,7 +8,9 @@ Usage (the full archive; a quiet machine; see docs/benchmarks.md):
 
 Steps:
   extract    the archive at --commit into WORK/hub with `git archive` (blobs missing from a partial mirror are left
-             out and listed; never inside the repository)
+             out and listed; never inside the repository); with --git, WORK/hub.git instead: a repository whose main
+             is that commit's plugins/ minus the missing blobs (the mirror's objects borrowed, nothing copied),
+             crawled as a git source - the nightly case, where an unchanged commit's records are reused
   snapshots  cold `skill2env run WORK/hub --snapshots-only`: the crawl, then every skill's snapshot partition in
              batch runs; prints crawl time, snapshot-partition time, runs launched (target <= skills / 100)
   warm       the same command again on the unchanged archive (the nightly refresh): wall time, partition runs
@@ -69,6 +71,38 @@ def extract(mirror: Path, commit: str, hub: Path, limit: int | None, seed: int) 
     return {"commit": commit, "plugins": len(plugins), "skill_md_files": n, "missing_blobs": missing}
 
 
+def git_hub(mirror: Path, commit: str, repo: Path) -> dict[str, Any]:
+    """A local git repository whose `main` is `commit`'s plugins/ folder minus the blobs a partial mirror lacks,
+    borrowing the mirror's objects (alternates: no blob is copied). Crawled as a git source, the nightly case:
+    an unchanged commit on every re-run (`git archive` of the original commit fails on the missing blobs)."""
+    missing_ids = {line[1:] for line in git(mirror, "rev-list", "--objects", "--missing=print", commit,
+                                            text=True).stdout.split() if line.startswith("?")}
+    tree = git(mirror, "ls-tree", "-r", "-z", commit, "--", "plugins").stdout.decode().split("\0")
+    missing = sorted(row.split("\t", 1)[1] for row in tree if "\t" in row and row.split()[2] in missing_ids)
+    if not (repo / "HEAD").exists():
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(repo)], check=True)
+    (repo / "objects" / "info" / "alternates").write_text(str(mirror.resolve() / "objects") + "\n")
+    (repo / "bench-worktree").mkdir(exist_ok=True)  # index commands want a work tree; nothing is checked out
+    env = {**os.environ, "GIT_INDEX_FILE": str(repo / "bench-index"), "GIT_WORK_TREE": str(repo / "bench-worktree"),
+           "GIT_AUTHOR_NAME": "bench",
+           "GIT_AUTHOR_EMAIL": "bench@example.invalid", "GIT_COMMITTER_NAME": "bench",
+           "GIT_COMMITTER_EMAIL": "bench@example.invalid", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
+    def g(*args: str, **kw: Any) -> str:
+        return subprocess.run(["git", "--git-dir", str(repo), *args], env=env, check=True, capture_output=True,
+                              text=True, **kw).stdout.strip()
+
+    g("read-tree", "--empty")
+    g("read-tree", "--prefix=plugins/", f"{commit}:plugins")
+    if missing:
+        g("update-index", "--force-remove", "-z", "--stdin", input="\0".join(missing) + "\0")
+    head = g("commit-tree", g("write-tree"), "-m", f"{commit} plugins/ without {len(missing)} missing blobs")
+    g("update-ref", "refs/heads/main", head)
+    n = sum(1 for row in tree if row.endswith("/SKILL.md") and row.split("\t", 1)[1] not in missing)
+    return {"commit": commit, "repo_commit": head, "skill_md_files": n, "missing_blobs": missing}
+
+
 def instance_config(home: Path, pg_url: str | None) -> None:
     """The run's Dagster instance: the shipped local config, with Postgres storage when a URL is given."""
     config = yaml.safe_load((REPO / "deploy" / "dagster.yaml").read_text())
@@ -82,9 +116,9 @@ def instance_config(home: Path, pg_url: str | None) -> None:
                    capture_output=True)
 
 
-def run(hub: Path, out: Path, workers: int, *extra: str) -> tuple[dict[str, Any], float, float]:
+def run(source: str, out: Path, workers: int, *extra: str) -> tuple[dict[str, Any], float, float]:
     """One `skill2env run`; returns its funnel, wall seconds and the start time (for the runs it launched)."""
-    cmd = [*SKILL2ENV, "run", str(hub), "--out", str(out), "--workers", str(workers), "--skip-docker-up", "--json",
+    cmd = [*SKILL2ENV, "run", source, "--out", str(out), "--workers", str(workers), "--skip-docker-up", "--json",
            *extra]
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "S2E_ARTIFACTS_DIR", "S2E_SOURCES")}
     started = time.time()
@@ -189,17 +223,28 @@ def main() -> int:
     p.add_argument("--pg-url", default=os.environ.get("S2E_PG_URL"), help="Postgres for Dagster (default SQLite)")
     p.add_argument("--target", type=int, default=47_000, help="hub size to extrapolate to")
     p.add_argument("--steps", default="extract,snapshots,warm,pipeline,report")
+    p.add_argument("--git", action="store_true", help="crawl a git source (WORK/hub.git@main, see git_hub) instead "
+                   "of the extracted folder: what a nightly refresh of a hub's repository does")
     a = p.parse_args()
     work, steps = a.work.resolve(), a.steps.split(",")
     if REPO in work.parents or work == REPO:
         raise SystemExit("--work must be outside the repository (never commit the archive)")
     hub, out, figures_file = work / "hub", work / "run", work / "figures.json"
+    source = f"{work / 'hub.git'}@main" if a.git else str(hub)
     figures: dict[str, Any] = json.loads(figures_file.read_text()) if figures_file.exists() else {}
 
     def save() -> None:
         figures_file.write_text(json.dumps(figures, indent=2))
 
-    if "extract" in steps:
+    if "extract" in steps and a.git:
+        t0 = time.monotonic()
+        figures["extract"] = {**git_hub(a.mirror, a.commit, work / "hub.git"),
+                              "seconds": round(time.monotonic() - t0, 1)}
+        ex = figures["extract"]
+        print(f"git source: {ex['skill_md_files']} SKILL.md at {ex['repo_commit'][:12]}, "
+              f"{len(ex['missing_blobs'])} blobs missing from the mirror left out, {ex['seconds']} s")
+        save()
+    elif "extract" in steps:
         t0 = time.monotonic()
         figures["extract"] = {**extract(a.mirror, a.commit, hub, a.limit, a.seed),
                               "seconds": round(time.monotonic() - t0, 1)}
@@ -210,7 +255,7 @@ def main() -> int:
     if "snapshots" in steps:
         instance_config(out / "dagster_home", a.pg_url)
         print(f"snapshots (cold), load {load()} ...", flush=True)
-        funnel, wall, since = run(hub, out, a.workers, "--snapshots-only")
+        funnel, wall, since = run(source, out, a.workers, "--snapshots-only")
         runs = runs_since(out, since)
         crawl = crawl_seconds(out)
         skills = funnel["skills_crawled"]
@@ -226,7 +271,7 @@ def main() -> int:
         save()
     if "warm" in steps:
         print(f"warm nightly re-run, load {load()} ...", flush=True)
-        funnel, wall, since = run(hub, out, a.workers, "--snapshots-only")
+        funnel, wall, since = run(source, out, a.workers, "--snapshots-only")
         runs = runs_since(out, since)
         partition_runs = sum(n for job, n in runs["by_job"].items() if job != "skillhub_crawl_job")
         figures["warm"] = {"wall_s": round(wall, 1), "runs": runs, "partition_runs": partition_runs,
@@ -237,7 +282,7 @@ def main() -> int:
     if "pipeline" in steps:
         ids = eligible_sample(out, a.sample, a.seed)
         print(f"full pipeline on {len(ids)} eligible skills (seed {a.seed}), load {load()} ...", flush=True)
-        funnel, wall, since = run(hub, out, a.workers, "--only", *ids)
+        funnel, wall, since = run(source, out, a.workers, "--only", *ids)
         runs = runs_since(out, since)
         figures["pipeline"] = {"skills": len(ids), "workers": a.workers, "wall_s": round(wall, 1),
                                "created": funnel["created"], "retained": funnel["retained"],

@@ -5,6 +5,8 @@
 # by the gates' base-image code when missing; scripts/docker-up.sh must have started engine and registry).
 # Tag: $S2E_RUN_IMAGE (default skill2env-dagster:local). Docker's layer cache makes a rebuild after a code-only
 # change take seconds; dependencies are reinstalled only when pyproject.toml changes.
+# Network of the build's RUN steps: $S2E_BUILD_NETWORK (default: Docker's default bridge; `host` where the engine
+# has no usable bridge).
 # Prints the image reference as its last line.
 set -euo pipefail
 
@@ -30,5 +32,5 @@ mkdir -p "$REPO/build"
 if [ -f "$CA_BUNDLE" ]; then cp "$CA_BUNDLE" "$REPO/build/ca-certificates.crt"; else rm -f "$REPO/build/ca-certificates.crt"; fi
 
 echo "build-image: building $IMAGE from $BASE" >&2
-docker build -q --build-arg "BASE_IMAGE=$BASE" -t "$IMAGE" "$REPO" >&2
+docker build -q --network "${S2E_BUILD_NETWORK:-default}" --build-arg "BASE_IMAGE=$BASE" -t "$IMAGE" "$REPO" >&2
 echo "$IMAGE"

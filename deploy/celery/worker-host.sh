@@ -24,6 +24,11 @@ pin=(); [ -n "$CPUSET" ] && pin=(--cpuset-cpus "$CPUSET" -e "S2E_GATE_CPUSET=$CP
 # Celery reads its broker and result backend from a dagster_celery_config module on the path (dagster-celery's
 # own convention), written at start from the environment. Late acks with a prefetch of one: a busy host takes no
 # second run from the broker (an early ack would let it reserve one, and a free host would wait).
+# The result backend retries storing a run's final task state for as long as it takes (every 10 s at most): with
+# Postgres briefly down at the end of a run, Celery's default (3 tries) lost the state, run monitoring then saw the
+# task as PENDING forever and the run stayed STARTED, never failed, never retried.
+# `imports` loads skill2env_dagster.resources.worker_host: when the worker starts and whenever Celery starts a pool
+# process (it replaces one killed with -9), the gate containers a dead process of this host left are removed.
 docker run -d --name "s2e-host-$NAME" --label skill2env.role=worker-host --label "skill2env.host=$NAME" \
   --network host "${pin[@]}" \
   -e DAGSTER_HOME -e S2E_PG_URL -e S2E_BROKER_URL -e S2E_RESULTS_URL -e S2E_ARTIFACTS_DIR -e S2E_SOURCES \
@@ -31,4 +36,4 @@ docker run -d --name "s2e-host-$NAME" --label skill2env.role=worker-host --label
   -e "DAGSTER_EVENT_BATCH_SIZE=${DAGSTER_EVENT_BATCH_SIZE:-200}" -e PYTHONPATH=/tmp/celery -e "S2E_HOST_NAME=$NAME" -e "S2E_CONCURRENCY=$CONCURRENCY" \
   -v "$SOCK:/var/run/docker.sock" -v "$SHARED:$SHARED" \
   "$S2E_RUN_IMAGE" \
-  sh -c 'mkdir -p /tmp/celery && python -c "import os; open(\"/tmp/celery/dagster_celery_config.py\", \"w\").write(\"broker_url = %r\nresult_backend = %r\nworker_prefetch_multiplier = 1\ntask_acks_late = True\n\" % (os.environ[\"S2E_BROKER_URL\"], os.environ[\"S2E_RESULTS_URL\"]))" && exec celery -A dagster_celery.app worker --loglevel INFO --concurrency "$S2E_CONCURRENCY" --prefetch-multiplier 1 -n "$S2E_HOST_NAME@%h"'
+  sh -c 'mkdir -p /tmp/celery && python -c "import os; open(\"/tmp/celery/dagster_celery_config.py\", \"w\").write(\"broker_url = %r\nresult_backend = %r\nworker_prefetch_multiplier = 1\ntask_acks_late = True\nimports = [\x27skill2env_dagster.resources.worker_host\x27]\nresult_backend_always_retry = True\nresult_backend_max_retries = 1000\n\" % (os.environ[\"S2E_BROKER_URL\"], os.environ[\"S2E_RESULTS_URL\"]))" && exec celery -A dagster_celery.app worker --loglevel INFO --concurrency "$S2E_CONCURRENCY" --prefetch-multiplier 1 -n "$S2E_HOST_NAME@%h"'

@@ -15,14 +15,19 @@ import dagster as dg
 from skill2env_dagster.artifacts import FAILURES, SKILLS_PARTITION, Artifact, Folder
 from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.models.failure import SkillFailures, StageFailure
+from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.plan import Usage
-from skill2env_dagster.reasons import ReasonCode, Skill2EnvError, is_retryable
+from skill2env_dagster.reasons import InfraError, ReasonCode, Skill2EnvError, is_retryable
 from skill2env_dagster.resources.llm import env_fingerprint
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.versions import code_version
 
 # The one partitioning scheme: a dynamic partition per crawled skill (key = SkillRecord.skill_id).
 skills_partitions = dg.DynamicPartitionsDefinition(name=SKILLS_PARTITION)
+# The steps that run gates retry in place when the infrastructure failed (the engine restarted mid-gate, the
+# registry was down): Dagster re-runs the step after 10, 20, 40 s. A Failure raised with allow_retries=False (a
+# genuine verdict, a bad input) is never retried; see infra_failures().
+INFRA_RETRY = dg.RetryPolicy(max_retries=3, delay=10, backoff=dg.Backoff.EXPONENTIAL)
 
 
 def asset_code_version(artifact: Artifact[Any] | Folder, prompts_folder: Path | str | None = None,
@@ -119,3 +124,19 @@ def log_asset_events(context: dg.AssetExecutionContext,
                 logged = DagsterEvent.asset_observation(step, event, meta)
             op_context._events.append(logged)
     return count
+
+
+def infra_failures(store: ArtifactStore, artifact: Artifact[Any], key: str, reports: Iterable[GateReport],
+                   generator: Literal["offline", "llm"], model: str | None) -> None:
+    """Raise the step's retryable Failure when a gate could not give a verdict because the infrastructure failed
+    (infra_failed with a retryable reason, e.g. docker_unavailable): such a task is neither rejected nor recorded
+    as done, the step runs again (INFRA_RETRY) and, once retries are spent, the skill's stage is left failed with
+    the reason, for the next run to redo."""
+    infra = [r for r in reports if r.verdict is GateVerdict.INFRA_FAILED and r.reason and is_retryable(r.reason)]
+    if not infra:
+        return
+    first = infra[0]
+    err = InfraError(first.reason or ReasonCode.DOCKER_UNAVAILABLE,
+                     f"{len(infra)} gate(s) could not run ({first.task}: "
+                     f"{'; '.join(c.evidence for c in first.checks if c.verdict is CheckVerdict.ERROR)[:500]})")
+    raise stage_failed(store, artifact, key, err, generator, model)

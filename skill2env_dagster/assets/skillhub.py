@@ -36,6 +36,7 @@ from skill2env_dagster.skillhub.snapshot import (
     SKILLS_TABLE,
     latest_snapshot_dir,
     load_record,
+    previous_crawl,
     publish_snapshot,
     record_fingerprint,
 )
@@ -59,17 +60,22 @@ raw_skill_md = dg.AssetSpec(
 )
 
 
+CRAWL_VERSION = asset_code_version(CRAWL)
+
+
 @dg.asset(name=CRAWL.name, group_name="skillhub", kinds={"python", "parquet"}, owners=OWNERS,
-          code_version=asset_code_version(CRAWL))
+          code_version=CRAWL_VERSION)
 def skillhub_crawl(
     context: dg.AssetExecutionContext, skillhub: SkillHubResource, artifacts: ArtifactStoreResource
 ) -> dg.MaterializeResult:
     """Discover, parse, screen and deduplicate every skill of every source into a content-addressed snapshot,
     keep the `skills` partitions in step (new skills added, removed skills' partitions deleted), and observe each
-    skill's raw SKILL.md folder so only changed skills turn stale downstream."""
-    result = crawl(skillhub.load())
+    skill's raw SKILL.md folder so only changed skills turn stale downstream. A git source still at the commit
+    the last snapshot recorded (same code and settings) keeps that snapshot's records: the nightly re-crawl of an
+    unchanged hub reads no skill."""
     store = artifacts.store()
     root = store.dir(CRAWL)
+    result = crawl(skillhub.load(), previous_crawl(root), CRAWL_VERSION)
     previous = _previously_observed(context.instance, root)
     snap_dir, manifest = publish_snapshot(result, root)
     added, removed = _sync_partitions(context.instance, [r.skill_id for r in result.records])
@@ -90,6 +96,7 @@ def skillhub_crawl(
             "verdicts": "skills per status and per reason as the rules judged them, before the model's second "
                         "opinion; the final verdicts: skillhub_snapshot per skill, corpus_stats for the corpus",
             "sources": dg.MetadataValue.json(manifest.sources),
+            "sources_reused": dg.MetadataValue.json(sorted(r.name for r in result.sources if r.reused)),
             "partitions_added": len(added),
             "raw_skill_md_observed": observed,
             "snapshot_records_relocated": relocated,

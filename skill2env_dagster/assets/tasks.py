@@ -15,7 +15,15 @@ from typing import Any
 import dagster as dg
 
 from skill2env_dagster.artifacts import AXES, GATES, KNOWLEDGE, PLANS, SNAPSHOT, TASKS
-from skill2env_dagster.assets.common import asset_code_version, skills_partitions, skipped, stage_run, usage_metadata
+from skill2env_dagster.assets.common import (
+    INFRA_RETRY,
+    asset_code_version,
+    infra_failures,
+    skills_partitions,
+    skipped,
+    stage_run,
+    usage_metadata,
+)
 from skill2env_dagster.assets.plans import knowledge_of
 from skill2env_dagster.creator import CreatorAgent
 from skill2env_dagster.creator.lab import DockerLab
@@ -125,7 +133,7 @@ def _frozen_check(result: TaskBundleSet) -> dg.AssetCheckResult:
 
 @dg.asset(
     name=TASKS.name, partitions_def=skills_partitions, deps=[KNOWLEDGE.name, PLANS.name, AXES.name],
-    group_name="tasks", kinds={"docker", "harbor"}, code_version=TASKS_VERSION, pool="docker",
+    group_name="tasks", kinds={"docker", "harbor"}, code_version=TASKS_VERSION, pool="docker", retry_policy=INFRA_RETRY,
     check_specs=[dg.AssetCheckSpec(FROZEN_CHECK, asset=TASKS.name, blocking=True,
                                    description="Retained tasks are unchanged since their freeze.")],
 )
@@ -141,8 +149,9 @@ def task_bundles(context: dg.AssetExecutionContext, config: TaskCreationConfig, 
     settings = CreationSettings.model_validate(config.model_dump())
     gen = task_generator(llm, docker)
     with stage_run(store, TASKS, key, gen.kind, gen.model):
-        result, _ = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(), settings,
-                                           gate_version(docker), knowledge_of(store, skill))
+        result, reports = create_tasks_for_skill(store, skill, plans, axes, gen, docker.gate, docker.base_images(),
+                                                 settings, gate_version(docker), knowledge_of(store, skill))
+        infra_failures(store, TASKS, key, reports.values(), gen.kind, gen.model)
         store.save(TASKS, key, result)
     context.log.info(f"task_bundles skill={key} created={len(result.bundles)} retained={len(result.retained())}")
     return dg.MaterializeResult(data_version=dg.DataVersion(_content_digest(result)),
@@ -157,7 +166,7 @@ def _verdicts(reports: TaskGateReports) -> str:
 
 @dg.asset(
     name=GATES.name, partitions_def=skills_partitions, deps=[TASKS.name], group_name="tasks", kinds={"docker"},
-    code_version=GATES_VERSION, pool="docker",
+    code_version=GATES_VERSION, pool="docker", retry_policy=INFRA_RETRY,
     check_specs=[dg.AssetCheckSpec(PASS_CHECK, asset=GATES.name, blocking=True,
                                    description="Every retained task passes every gate from its published folder.")],
 )
@@ -172,6 +181,7 @@ def gate_reports(context: dg.AssetExecutionContext, artifacts: ArtifactStoreReso
     regate = [b for b in retained if b.task_name not in reused]
     gated = docker.gate_many([b.path for b in regate]) if regate else []
     found = dict(zip((b.task_name for b in regate), gated, strict=True))
+    infra_failures(store, GATES, key, gated, "offline", None)
     reports = TaskGateReports(skill_id=key, reports={b.task_name: reused.get(b.task_name) or found[b.task_name]
                                                      for b in retained}, reused=sorted(reused))
     store.save(GATES, key, reports)

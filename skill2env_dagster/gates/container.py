@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
+import socket
 import tarfile
 import threading
 import time
@@ -35,9 +37,15 @@ log = logging.getLogger(__name__)
 
 LABEL = "skill2env.gate"
 SERVICE_LABEL = "skill2env.service"  # on a stand-in service's container: its service name
+WITNESS_LABEL = "skill2env.witness"  # on a gate's witness container (see Witness)
+OWNER_LABEL = "skill2env.owner"  # "<host>/<pid>/<start>": the process that made the container (see reap_orphans)
+HOST_NAME = "S2E_HOST_NAME"  # a worker host's name (hosts sharing a network namespace share a hostname)
 MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed anyway
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
+# Set by kill_all_live (Ctrl-C), cleared when a new batch of gates starts: a container created after the kill
+# (its create call was in flight) is removed at once instead of running to its deadline.
+CANCEL = threading.Event()
 
 # Kill every process except PID 1 (init), the keeper and this shell, in rounds: SIGSTOP to all (kill -1), then
 # SIGKILL each one by pid, until a round finds nothing left to kill. One round is not enough: a process caught in
@@ -80,7 +88,10 @@ def parse_setup(code: int | None, out: bytes) -> tuple[str, list[str]]:
     missing (never a path taken for a pid)."""
     words = out.decode(errors="replace").split()
     if code != 0 or len(words) < 2 or words[0] != "keeper" or not words[1].isdigit():
-        raise InfraError(ReasonCode.INTERNAL_ERROR, f"container setup failed: {out[-300:]!r}")
+        # Our own script printed nothing at all: the exec never ran (an engine that just restarted, a container
+        # stopped under it), which is the engine's trouble and retried as such.
+        reason = ReasonCode.DOCKER_UNAVAILABLE if not out.strip() else ReasonCode.INTERNAL_ERROR
+        raise InfraError(reason, f"container setup failed (exit {code}): {out[-300:]!r}")
     return words[1], [w for w in words[2:] if w.startswith("/")]
 
 
@@ -103,9 +114,50 @@ def client_for(settings: GateSettings) -> docker.DockerClient:
         raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"no Docker engine answers: {e}") from e
 
 
+def _host() -> str:
+    return os.environ.get(HOST_NAME) or socket.gethostname()
+
+
+def owner_id(pid: int | None = None) -> str:
+    """This process (or `pid` on this host) as "<host>/<pid>/<start time>": the start time tells a dead owner from
+    a new process that got its pid."""
+    pid = pid or os.getpid()
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            start = f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        start = "gone"
+    return f"{_host()}/{pid}/{start}"
+
+
+def labels_for(settings: GateSettings) -> dict[str, str]:
+    """The labels of every container a gate or an episode makes: the run's label and its owner process."""
+    return {LABEL: settings.run_id, OWNER_LABEL: owner_id()}
+
+
+def reap_orphans(client: docker.DockerClient, label: str) -> int:
+    """Remove the containers carrying `label` whose owner process on this host is dead (kill -9, OOM): nothing
+    else would ever stop them (a trial's watchdog lives in its owner). Containers of live processes, of other
+    hosts and of other labels are left alone. Returns how many were removed."""
+    host, removed = _host(), 0
+    for box in client.containers.list(all=True, sparse=True, filters={"label": [f"{LABEL}={label}", OWNER_LABEL]}):
+        owner = str((box.attrs.get("Labels") or {}).get(OWNER_LABEL, ""))
+        parts = owner.split("/")
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit() or owner_id(int(parts[1])) == owner:
+            continue
+        try:
+            box.remove(force=True, v=True)
+            removed += 1
+        except docker.errors.NotFound:
+            pass
+    return removed
+
+
 def kill_all_live(client: docker.DockerClient) -> None:
-    """Kill every trial container still running (Ctrl-C path); their owners then remove them."""
+    """Kill every trial container still running (Ctrl-C path); their owners then remove them. Containers whose
+    creation is still in flight see CANCEL when they register (hardened), so none escapes."""
     with _LIVE_LOCK:
+        CANCEL.set()
         ids = list(_LIVE)
     for cid in ids:
         with contextlib.suppress(docker.errors.APIError):
@@ -186,6 +238,63 @@ def _is_gone(e: docker.errors.APIError) -> bool:
     return isinstance(e, docker.errors.NotFound) or e.status_code == 409 or "is not running" in str(e)
 
 
+def hardened(client: docker.DockerClient, s: GateSettings, image: str, labels: dict[str, str],
+             **kw: Any) -> Container:
+    """A created (not started) container with the trial limits, tracked for Ctrl-C until removed."""
+    box = client.containers.create(
+        image, init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], pids_limit=s.pids_limit,
+        mem_limit=f"{s.memory_mb}m", memswap_limit=f"{s.memory_mb}m", nano_cpus=int(s.cpus * 1e9),
+        cpuset_cpus=s.cpuset,
+        log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
+        labels={**labels_for(s), **labels}, detach=True, **kw)
+    with _LIVE_LOCK:
+        _LIVE.add(str(box.id))
+        cancelled = CANCEL.is_set()
+    if cancelled:
+        _remove(box)
+        raise InfraError(ReasonCode.CANCELLED, "gates cancelled")
+    return box
+
+
+class Witness:
+    """A container of ours beside a gate's trials that runs nothing of the task's (the image's `sleep`, no
+    network). An engine that restarts or stops (without live-restore) stops every container, so a witness found
+    stopped, replaced or unreachable at the end of a gate means the engine failed during it: a trial that "died"
+    or a check that failed since may be the engine's doing, not the task's, and the gate is no verdict."""
+
+    def __init__(self, client: docker.DockerClient, image: str, settings: GateSettings) -> None:
+        self.client, self.image, self.settings = client, image, settings
+        self.box: Container | None = None
+        self.started_at = ""
+
+    def __enter__(self) -> Witness:
+        self.box = hardened(self.client, self.settings, self.image, {WITNESS_LABEL: "1"},
+                            entrypoint=["sleep", "infinity"], command=[], network_mode="none")
+        try:
+            self.box.start()
+            self.box.reload()
+            self.started_at = str(self.box.attrs["State"]["StartedAt"])
+        except BaseException:
+            _remove(self.box)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.box is not None:
+            with contextlib.suppress(docker.errors.DockerException, OSError):
+                _remove(self.box)
+
+    def intact(self) -> bool:
+        """Still running since it was started (the engine answered and never stopped it)."""
+        if self.box is None:
+            return False
+        try:
+            state = self.client.api.inspect_container(str(self.box.id))["State"]
+        except (docker.errors.DockerException, OSError):
+            return False
+        return bool(state.get("Running")) and str(state.get("StartedAt")) == self.started_at
+
+
 class Trial:
     """Context manager for one fresh container from `image`; removed on exit whatever happened."""
 
@@ -202,17 +311,7 @@ class Trial:
         self.preexisting: list[str] = []  # grading paths the image already contained (it must contain none)
 
     def _hardened(self, image: str, labels: dict[str, str], **kw: Any) -> Container:
-        """A created (not started) container with the trial's limits, tracked for Ctrl-C until removed."""
-        s = self.settings
-        box = self.client.containers.create(
-            image, init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], pids_limit=s.pids_limit,
-            mem_limit=f"{s.memory_mb}m", memswap_limit=f"{s.memory_mb}m", nano_cpus=int(s.cpus * 1e9),
-            cpuset_cpus=s.cpuset,
-            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-            labels={LABEL: s.run_id, **labels}, detach=True, **kw)
-        with _LIVE_LOCK:
-            _LIVE.add(str(box.id))
-        return box
+        return hardened(self.client, self.settings, image, labels, **kw)
 
     def __enter__(self) -> Trial:
         s = self.settings

@@ -12,14 +12,15 @@ Oracle fails as before: a reference solution that tampers is a bug.
 
 The verdict is `retained` only when no check failed or errored; a failed check makes it `rejected` with that
 check's reason; a check that could not run (engine down, registry down, a crash) makes it `infra_failed` — never
-a pass. A check that does not apply is `skipped` and says why (e.g. mutation testing turned off, no output visible
-to the engine).
+a pass. A gate during which the engine stopped or restarted is `infra_failed` (docker_unavailable) even when a check
+failed: a witness container of ours runs beside the trials, and an engine restart stops it as it stops the trials,
+whose deaths would otherwise read as the task's doing. A check that does not apply is `skipped` and says why (e.g.
+mutation testing turned off, no output visible to the engine).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -66,7 +67,7 @@ from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import InfraError, InputError, ReasonCode, Skill2EnvError
 
 log = logging.getLogger(__name__)
-_CANCEL = threading.Event()
+ENGINE_CHECK = "engine"  # the check recorded when the gate's witness container did not survive it
 
 
 def _check(name: str, ok: bool, reason: ReasonCode, evidence: str, seconds: float) -> CheckResult:
@@ -90,7 +91,7 @@ def _timeouts(config: TaskToml, settings: GateSettings) -> tuple[float, float]:
 
 
 def _raise_if_cancelled() -> None:
-    if _CANCEL.is_set():
+    if ctr.CANCEL.is_set():
         raise InfraError(ReasonCode.CANCELLED, "gates cancelled")
 
 
@@ -184,7 +185,14 @@ class _Gate:
         self.policy = image_policy(self.client, self.image, self.config)
         self.services = load_services(self.task.environment_dir, self.image)
         try:
-            self._stages()
+            with ctr.Witness(self.client, self.image, self.settings) as witness:
+                try:
+                    self._stages()
+                finally:
+                    if not witness.intact():
+                        self.checks.append(_error(
+                            ENGINE_CHECK, ReasonCode.DOCKER_UNAVAILABLE, "the engine stopped or restarted during the "
+                            "gate (its witness container was stopped): what died or failed since is no verdict"))
         finally:
             for snap in self.snapshots:
                 remove_image(self.client, snap)
@@ -400,9 +408,14 @@ def _cheat(name: str, o: VerifyOutcome, threshold: float, rp: Replay | None = No
 
 
 def _finish(report: GateReport, start: float) -> GateReport:
+    """rejected on a failed check, unless the engine failed during the gate: a container the engine stopped looks
+    like one the task killed, so then nothing that failed is a verdict (infra_failed, retried upstream)."""
     fails = [c for c in report.checks if c.verdict is CheckVerdict.FAIL]
     errors = [c for c in report.checks if c.verdict is CheckVerdict.ERROR]
-    if fails:
+    engine = [c for c in errors if c.reason is ReasonCode.DOCKER_UNAVAILABLE]
+    if engine:
+        report.verdict, report.reason = GateVerdict.INFRA_FAILED, ReasonCode.DOCKER_UNAVAILABLE
+    elif fails:
         report.verdict, report.reason = GateVerdict.REJECTED, fails[0].reason
     elif errors:
         report.verdict, report.reason = GateVerdict.INFRA_FAILED, errors[0].reason or ReasonCode.INTERNAL_ERROR
@@ -454,7 +467,7 @@ def run_gates(task_dirs: list[Path | str], settings: GateSettings | None = None)
     except InfraError:
         # Static checks still run; each report records the missing engine as could-not-check.
         return [gate_task(d, settings) for d in task_dirs]
-    _CANCEL.clear()
+    ctr.CANCEL.clear()
     pool = ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="gate")
     futures = [pool.submit(gate_task, d, settings, client) for d in task_dirs]
     try:
@@ -463,7 +476,6 @@ def run_gates(task_dirs: list[Path | str], settings: GateSettings | None = None)
             wait(futures, timeout=0.2)
         return [f.result() for f in futures]
     except KeyboardInterrupt:
-        _CANCEL.set()
         for f in futures:
             f.cancel()
         ctr.kill_all_live(client)

@@ -50,7 +50,7 @@ from skill2env_dagster.gates.changes import (
     parent_of,
     top_level,
 )
-from skill2env_dagster.gates.container import LABEL, MAX_READ, REAP, ExecResult, Trial, tar_dir
+from skill2env_dagster.gates.container import LABEL, MAX_READ, REAP, ExecResult, Trial, labels_for, tar_dir
 from skill2env_dagster.gates.reward import Reward, parse_reward
 from skill2env_dagster.gates.services import ServiceSpec
 from skill2env_dagster.gates.settings import GateSettings
@@ -391,7 +391,7 @@ class ImageReader:
     def _container(self) -> Container:
         if self.box is None:  # made on first use: most resets have nothing to put back
             self.box = self.client.containers.create(self.image, entrypoint=["true"], network_mode="none",
-                                                     labels={LABEL: self.settings.run_id})
+                                                     labels=labels_for(self.settings))
         return self.box
 
     def archive(self, path: str) -> bytes | None:

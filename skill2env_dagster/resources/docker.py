@@ -3,18 +3,22 @@ config field generated from `GateSettings`, plus where the base-image record liv
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dagster as dg
+import docker.errors
 from pydantic import Field
 
 from skill2env_dagster.gates.base_images import ensure_base_images, load_base_images
+from skill2env_dagster.gates.container import client_for, reap_orphans
 from skill2env_dagster.gates.dockerfile import pin_dockerfile
 from skill2env_dagster.gates.runner import gate_task, run_gates
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.gate import GateReport
+from skill2env_dagster.reasons import InfraError
 from skill2env_dagster.resources.domain_config import dagster_config
 
 if TYPE_CHECKING:
@@ -26,6 +30,7 @@ from skill2env_dagster.hashing import canonical_json, sha256_bytes
 
 # Settings that change where or how fast gates run, never what they conclude (excluded from the verdict key).
 _NOT_VERDICT = {"docker_url", "concurrency", "run_id", "read_upper_dir", "cpuset"}
+log = logging.getLogger(__name__)
 HOST_CPUSET = "S2E_GATE_CPUSET"  # a worker host pinned to some cores pins its gate containers to the same ones
 HOST_LABEL = "S2E_GATE_LABEL"  # a worker host's label on its gate containers (to remove what a dead worker left)
 
@@ -44,6 +49,20 @@ class DockerResource(dg.ConfigurableResource):
         if self.gates.model_dump().get("cpuset") is None and os.environ.get(HOST_CPUSET):
             update["cpuset"] = os.environ[HOST_CPUSET]
         return GateSettings(**self.gates.model_dump()).model_copy(update=update)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Before a run's steps: remove the gate containers a dead process of this host left under this host's or
+        run folder's label (a worker killed mid-gate); see gates.container.reap_orphans."""
+        label = self.run_label or os.environ.get(HOST_LABEL)
+        if not label:
+            return
+        try:
+            removed = reap_orphans(client_for(self.settings()), label)
+        except (InfraError, docker.errors.DockerException, OSError) as e:
+            log.warning("could not look for orphaned gate containers: %s", e)
+            return
+        if removed:
+            log.warning("removed %d gate containers left by a dead worker process (label %s)", removed, label)
 
     def verdict_fingerprint(self) -> str:
         """A short hash of the settings that can change a gate verdict (limits, timeouts, registries...)."""

@@ -266,7 +266,7 @@ class DockerSandbox:
 
     def _originals(self, paths: list[str], cap: int) -> dict[str, bytes]:
         """The task's own version of changed files, from its image (a created, never started container)."""
-        box = self.client.containers.create(self.image, labels={ctr.LABEL: self.settings.run_id},
+        box = self.client.containers.create(self.image, labels=ctr.labels_for(self.settings),
                                             network_disabled=True)
         found: dict[str, bytes] = {}
         try:

@@ -10,6 +10,7 @@ import logging
 import os
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,19 @@ class SourceReport:
     root: str | None = None
     skills: int = 0
     error: str | None = None
+    reuse_key: str | None = None  # a git source: what made its records (code, settings, spec; see Previous)
+    reused: bool = False  # its records are the previous snapshot's (same commit, same reuse_key)
+
+
+@dataclass(frozen=True)
+class Previous:
+    """The last published snapshot, for re-crawling unchanged git commits (the nightly case): a git source whose
+    commit and reuse key (crawl code version, crawl settings, the source's spec) are those the previous snapshot
+    recorded gets that snapshot's records back without reading, parsing or screening a file. `records` loads
+    them (only when some source is reused). Folder sources are always read: a folder has no commit."""
+
+    sources: dict[str, tuple[str, str]]  # source name -> (commit, reuse_key)
+    records: Callable[[], list[SkillRecord]]
 
 
 @dataclass
@@ -90,18 +104,55 @@ class _Job:
     settings: CrawlSettings
 
 
-def crawl(config: SourcesConfig) -> CrawlResult:
+def crawl(config: SourcesConfig, previous: Previous | None = None, code_key: str = "") -> CrawlResult:
+    """`previous` and `code_key` (the crawl's code version): reuse the records of unchanged git commits."""
     settings = config.settings
     t0 = time.perf_counter()
     resolved, reports = _resolve_all(config.sources, Path(settings.cache_dir))
+    for src in resolved:
+        if src.commit:
+            report = next(r for r in reports if r.name == src.spec.name)
+            report.reuse_key = sha256_bytes(canonical_json({"code": code_key, "settings": settings.model_dump(
+                mode="json"), "spec": src.spec.model_dump(mode="json")}).encode())[:16]
+            report.reused = previous is not None and previous.sources.get(src.spec.name) == (src.commit,
+                                                                                           report.reuse_key)
+    reused = {r.name for r in reports if r.reused}
+    kept = _reused_records(previous, reused, reports)
     t1 = time.perf_counter()
-    jobs = _plan_jobs(resolved, settings, reports)
+    jobs = _plan_jobs([s for s in resolved if s.spec.name not in reused], settings, reports)
     records = _run_jobs(jobs)
     t2 = time.perf_counter()
-    _mark_duplicates(records, {s.spec.name: s.spec.priority for s in resolved}, settings)
+    if previous is not None and reused and not jobs and reused == set(previous.sources) == {
+            s.spec.name for s in resolved} and all(r.error is None for r in reports):
+        records = kept  # the very skills the previous snapshot deduplicated: its verdicts stand
+    else:
+        records = [_without_dedup(r) for r in kept] + records
+        _mark_duplicates(records, {s.spec.name: s.spec.priority for s in resolved}, settings)
     t3 = time.perf_counter()
-    log.info("crawl: %d skills from %d sources in %.2fs", len(records), len(resolved), t3 - t0)
+    log.info("crawl: %d skills from %d sources (%d reused unchanged) in %.2fs", len(records), len(resolved),
+             len(reused), t3 - t0)
     return CrawlResult(records, reports, {"resolve": t1 - t0, "process": t2 - t1, "dedup": t3 - t2})
+
+
+def _reused_records(previous: Previous | None, reused: set[str], reports: list[SourceReport]) -> list[SkillRecord]:
+    if previous is None or not reused:
+        return []
+    kept = [r for r in previous.records() if r.source in reused]
+    for report in reports:
+        if report.reused:
+            report.skills = sum(r.source == report.name for r in kept)
+    return kept
+
+
+def _without_dedup(r: SkillRecord) -> SkillRecord:
+    """A reused record as the crawl built it, before deduplication (which runs again across every source)."""
+    dedup = {ReasonCode.EXACT_DUPLICATE, ReasonCode.NEAR_DUPLICATE}
+    if r.duplicate_of is None and not any(c in dedup for c in r.reasons):
+        return r
+    status = SkillStatus.ELIGIBLE if r.status == SkillStatus.DUPLICATE else r.status
+    return r.model_copy(update={"duplicate_of": None, "status": status,
+                                "reasons": [c for c in r.reasons if c not in dedup],
+                                "findings": [f for f in r.findings if f.rule != "dedup"]})
 
 
 def crawl_paths(paths: list[Path], settings: CrawlSettings | None = None) -> CrawlResult:

@@ -20,7 +20,7 @@ from skill2env_dagster.atomic import atomic_replace_dir, atomic_write_text
 from skill2env_dagster.models.skill import SkillRecord
 from skill2env_dagster.models.snapshot import SnapshotManifest
 from skill2env_dagster.reasons import ReasonCode, StoreError
-from skill2env_dagster.skillhub.crawl import CrawlResult
+from skill2env_dagster.skillhub.crawl import CrawlResult, Previous
 from skill2env_dagster.store import read_model, write_model
 
 SKILLS_TABLE = "skills.parquet"
@@ -132,3 +132,17 @@ def fingerprint(bundle_digest: str, status: str, reasons: list[str], duplicate_o
 def record_fingerprint(r: SkillRecord) -> str:
     return fingerprint(r.bundle_digest, r.status.value, [c.value for c in r.reasons], r.duplicate_of, r.name,
                        r.description)
+
+
+def previous_crawl(root: Path) -> Previous | None:
+    """The latest published snapshot under `root` as the next crawl's Previous (None: nothing to reuse)."""
+    try:
+        snap = latest_snapshot_dir(root)
+        manifest = load_manifest(snap)
+    except StoreError:
+        return None
+    sources = {str(s["name"]): (str(s["commit"]), str(s["reuse_key"])) for s in manifest.sources
+               if s.get("commit") and s.get("reuse_key") and not s.get("error")}
+    if not sources:
+        return None
+    return Previous(sources, lambda: [read_model(p, SkillRecord) for p in sorted((snap / "records").glob("*.json"))])

@@ -148,10 +148,11 @@ def _solution_leak(check: CheckResult) -> bool:
 
 def repairable(report: GateReport) -> str | None:
     """Evidence for a solution-only repair, or None when some other check failed (or nothing did): a passing
-    cheat, a blind verifier or a broken test is a verdict on the frozen task, never something to repair."""
+    cheat, a blind verifier or a broken test is a verdict on the frozen task, never something to repair. A gate the
+    engine failed during (infra_failed) is no evidence at all: its failed checks may be the engine's doing."""
     fails = [c for c in report.checks if c.verdict is CheckVerdict.FAIL]
-    if not fails or any(c.name not in REPAIRABLE_CHECKS and not _solution_syntax(c) and not _solution_leak(c)
-                        for c in fails):
+    if report.verdict is GateVerdict.INFRA_FAILED or not fails or any(
+            c.name not in REPAIRABLE_CHECKS and not _solution_syntax(c) and not _solution_leak(c) for c in fails):
         return None
     return repair_evidence(report)
 

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -44,6 +45,7 @@ class Deployment:
     env: dict[str, str]
     label: str
     hosts: list[str] = field(default_factory=list)
+    workspace: str = WORKSPACE
 
     def dagster(self, *args: str, timeout: float = 180) -> str:
         proc = subprocess.run([str(VENV_BIN / "dagster"), *args], cwd=REPO, env=self.env, capture_output=True,
@@ -54,11 +56,11 @@ class Deployment:
     def launch(self, job: str, tags: dict[str, str] | None = None) -> str:
         run_id = str(uuid.uuid4())
         extra = ["--tags", json.dumps(tags)] if tags else []
-        self.dagster("job", "launch", "-w", WORKSPACE, "-j", job, "--run-id", run_id, *extra)
+        self.dagster("job", "launch", "-w", self.workspace, "-j", job, "--run-id", run_id, *extra)
         return run_id
 
     def backfill(self, job: str, partitions: list[str]) -> None:
-        self.dagster("job", "backfill", "-w", WORKSPACE, "-j", job, "--partitions", ",".join(partitions),
+        self.dagster("job", "backfill", "-w", self.workspace, "-j", job, "--partitions", ",".join(partitions),
                      "--noprompt")
 
     def host_of(self, run: dg.DagsterRun) -> str:
@@ -90,6 +92,45 @@ class Deployment:
         subprocess.run(["docker", "exec", host, "python", "-c", script], check=True, timeout=60)
 
 
+def _code_server(root: Path, env: dict[str, str], wait: float = 300) -> tuple[subprocess.Popen, str]:
+    """The code location as its own long-lived server (`dagster code-server start`) and a workspace file pointing
+    at it, as a production head runs it. A code server the daemon starts itself is tied to the daemon's heartbeat
+    and opens the instance when it starts: with Postgres down for longer than the heartbeat it died, could not
+    start again, and the run retry the daemon attempted right after the outage failed to load the location."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open(root / "code-server.log", "wb") as log:
+        argv = [str(VENV_BIN / "dagster"), "code-server", "start", "-m", "skill2env_dagster.definitions",
+                "--location-name", "skill2env", "-h", "127.0.0.1", "-p", str(port)]
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    workspace = root / "workspace.yaml"
+    workspace.write_text(f"load_from:\n  - grpc_server:\n      host: 127.0.0.1\n      port: {port}\n"
+                         f"      location_name: skill2env\n")
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        ping = subprocess.run([str(VENV_BIN / "dagster"), "api", "grpc-health-check", "-p", str(port)], env=env,
+                              capture_output=True)
+        if ping.returncode == 0:
+            return proc, str(workspace)
+        assert proc.poll() is None, f"the code server exited: {(root / 'code-server.log').read_text()[-2000:]}"
+        time.sleep(1)
+    proc.kill()
+    raise UnavailableError(f"the code server did not answer in {wait:.0f}s")
+
+
+def hub_sources(root: Path, hub: Path) -> Path:
+    """A copy of `hub` and its sources file under `root`, the deployment's root: the worker hosts mount only that
+    (S2E_SHARED_ROOT), so a hub or sources file elsewhere on this machine is invisible to them."""
+    from tests.support.hub import write_sources
+
+    copy = root.resolve() / "hub"
+    if not copy.exists():
+        shutil.copytree(hub, copy, symlinks=True)
+    return write_sources(root.resolve() / "sources.yaml", [{"name": "hub", "kind": "dir", "path": str(copy)}],
+                         root.resolve() / "cache")
+
+
 def wait_run(instance: dg.DagsterInstance, run_id: str, timeout: float = 900) -> dg.DagsterRun:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -112,12 +153,14 @@ def materializations(instance: dg.DagsterInstance, asset: str, key: str, runs: s
 
 @contextmanager
 def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurrency: int = 1,
-               image: str | None = None) -> Iterator[Deployment]:
-    """Start it all; `hosts` = [(name, cpuset or "")]. Sets DAGSTER_HOME etc. in os.environ while it runs."""
+               image: str | None = None, pg_env: dict[str, str] | None = None) -> Iterator[Deployment]:
+    """Start it all; `hosts` = [(name, cpuset or "")]; `pg_env` e.g. {"S2E_PG_CLUSTER": ..., "S2E_PG_PORT": ...}
+    for a Postgres cluster of the caller's own (scripts/postgres-up.sh). Sets DAGSTER_HOME etc. in os.environ
+    while it runs."""
     root = root.resolve()
     db = f"s2e_dist_{uuid.uuid4().hex[:8]}"
     base = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
-    pg = _script("scripts/postgres-up.sh", {**base, "S2E_PG_DB": db}, 300)
+    pg = _script("scripts/postgres-up.sh", {**base, **(pg_env or {}), "S2E_PG_DB": db}, 300)
     if not pg.startswith("postgresql"):
         raise UnavailableError(f"postgres-up.sh printed no URL: {pg!r}")
     image = image or _script("deploy/build-image.sh", base, 1800)
@@ -132,16 +175,17 @@ def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurre
     saved = {k: os.environ.get(k) for k in settings}
     os.environ.update(settings)
     d = Deployment(root, {**base, **settings}, label)
-    daemon = None
+    daemon = code_server = None
     try:
         subprocess.run([str(VENV_BIN / "skill2env"), "base-images"], env=d.env, check=True, capture_output=True)
         head = subprocess.run(["bash", str(CELERY / "head.sh"), str(len(hosts))], env=d.env, capture_output=True,
                               text=True, timeout=300)
         assert head.returncode == 0, head.stderr
+        code_server, d.workspace = _code_server(root, d.env)
         with open(root / "daemon.log", "wb") as log:
-            daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", WORKSPACE], cwd=REPO,
+            daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", d.workspace], cwd=REPO,
                                       env=d.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        d.dagster("sensor", "stop", "skillhub_change_sensor", "-w", WORKSPACE)
+        d.dagster("sensor", "stop", "skillhub_change_sensor", "-w", d.workspace)
         for name, cpuset in hosts:
             started = subprocess.run(["bash", str(CELERY / "worker-host.sh"), f"{label}-{name}", cpuset,
                                       str(concurrency)], env=d.env, capture_output=True, text=True, timeout=120)
@@ -149,12 +193,14 @@ def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurre
             d.hosts.append(f"s2e-host-{label}-{name}")
         yield d
     finally:
-        if daemon is not None:
-            daemon.send_signal(signal.SIGTERM)
+        for proc in (daemon, code_server):
+            if proc is None:
+                continue
+            proc.send_signal(signal.SIGTERM)
             try:
-                daemon.wait(30)
+                proc.wait(30)
             except subprocess.TimeoutExpired:
-                os.killpg(daemon.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
         for h in d.hosts:
             with open(root / f"{h}.log", "w") as out:
                 subprocess.run(["docker", "logs", h], stdout=out, stderr=subprocess.STDOUT)
@@ -164,7 +210,9 @@ def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurre
         if ids:  # gate containers a killed worker left behind (ours only: the label is this deployment's)
             subprocess.run(["docker", "rm", "-f", *ids], capture_output=True)
         drop = f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'
-        subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-qc", drop], capture_output=True, timeout=60)
+        port = pg.rsplit(":", 1)[1].split("/")[0]
+        subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-p", port, "-qc", drop], capture_output=True,
+                       timeout=60)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
