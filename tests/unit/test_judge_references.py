@@ -19,6 +19,7 @@ import skill2env_dagster
 from skill2env_dagster.rollouts.runner import TaskRef, run_jobs
 from skill2env_dagster.rollouts.sandbox import CommandResult, Verification
 from skill2env_dagster.rollouts.settings import RolloutSettings
+from tests.support.sample_register import write_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "tasks" / "good_minimal"
@@ -69,12 +70,7 @@ class BashSandbox:
 
 def _repair_task(tmp_path: Path) -> tuple[TaskRef, Path]:
     app = tmp_path / "app"
-    (app / "samples").mkdir(parents=True)
-    (app / "bin").mkdir()
-    (app / "samples" / "register.csv").write_text("id,status\n1,active\n2,draft\n3,active\n")
-    (app / "samples" / "findings.txt").write_text("1,R1,active\n3,R1,active\n")
-    (app / "bin" / "check-register").write_text(BROKEN)
-    (app / "bin" / "check-register").chmod(0o755)
+    write_sample(app, "check-register", BROKEN)
     task = tmp_path / "task"
     shutil.copytree(FIXTURE, task)
     (task / "instruction.md").write_text(

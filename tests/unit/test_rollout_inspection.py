@@ -19,6 +19,7 @@ from skill2env_dagster.rollouts.inspection import (
     named_paths,
     probed_paths,
 )
+from tests.support.sample_register import write_sample
 
 
 def _bash(command: str) -> str:
@@ -127,12 +128,7 @@ def test_a_program_to_repair_is_read_before_the_work(tmp_path: Path):
 
 
 def _sample_task(app: Path, program: str) -> str:
-    (app / "samples").mkdir(parents=True)
-    (app / "bin").mkdir()
-    (app / "samples" / "register.csv").write_text("id,status\n1,active\n2,draft\n3,active\n")
-    (app / "samples" / "findings.txt").write_text("1,R1,active\n3,R1,active\n")
-    (app / "bin" / "check").write_text(program)
-    (app / "bin" / "check").chmod(0o755)
+    write_sample(app, "check", program)
     return (f"Write {app}/bin/check. A sample register is in {app}/samples/register.csv, with its correct findings "
             f"in {app}/samples/findings.txt. It is run as `{app}/bin/check FILE.csv` and prints one line per breach.")
 
