@@ -179,6 +179,11 @@ def _creator(limits: CreatorLimits) -> list[Rule]:
              f"Budget per candidate: {limits.max_turns} model turns, {limits.max_total_tokens:,} tokens (prompt + "
              f"completion over all turns), {limits.max_wall_sec:g} s of wall time. Out of budget before the freeze "
              "(or before solve.sh exists) the candidate is rejected; after it, the gate decides on what exists."),
+        Rule((C.SHORTCUT_PASSED,), "creator",
+             "Your own cheats are also judged metric by metric, like the skill-blind baselines: a cheat scoring "
+             f"{blind.THRESHOLD:g} or more on ANY metric rejects the task (check `cheats_per_metric`), whatever "
+             "its mean. Before the freeze, run your cheats' answers through test.sh in the workbench: a metric a "
+             "shortcut half-satisfies grades nothing the skill decides."),
         Rule((C.CREATOR_LOOP,), "creator",
              f"The same tool call failing {limits.loop_limit} times in a row with no change to the draft in "
              "between ends the candidate."),

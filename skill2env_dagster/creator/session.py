@@ -29,6 +29,7 @@ from skill2env_dagster.creator.rules import render_rules
 from skill2env_dagster.creator.settings import CreatorLimits
 from skill2env_dagster.creator.skill_view import SkillView
 from skill2env_dagster.creator.tools import describe_report, parse_arguments, tool_specs
+from skill2env_dagster.gates import blind
 from skill2env_dagster.gates.reuse import task_digest
 from skill2env_dagster.gates.reward import all_zero
 from skill2env_dagster.gates.settings import GateSettings
@@ -45,7 +46,7 @@ from skill2env_dagster.models.blueprint import (
     Predicate,
     TaskBlueprint,
 )
-from skill2env_dagster.models.gate import CheckVerdict, GateReport, GateVerdict
+from skill2env_dagster.models.gate import AttemptKind, CheckResult, CheckVerdict, GateReport, GateVerdict
 from skill2env_dagster.models.plan import Usage, total_usage
 from skill2env_dagster.models.task import CreatorRun, TaskStatus
 from skill2env_dagster.models.task_toml import TaskToml
@@ -473,7 +474,7 @@ class Session:
         if last is not None and self.reused:
             return last[1]
         self.state.gate_runs += 1
-        report = self.gate(self.draft.dir.root)
+        report = own_cheats_per_metric(self.gate(self.draft.dir.root))
         self.state.last_gate = (digest, report)
         if report.verdict is GateVerdict.INFRA_FAILED:
             raise InfraError(report.reason or ReasonCode.INTERNAL_ERROR, describe_report(report)[:1000])
@@ -529,6 +530,22 @@ class Session:
                  self.candidate, stop, status, [r.value for r in reasons], run.turns, st.tokens())
         return SessionResult(stop, reasons, evidence_list, report, self.draft.frozen, self.blueprint, self.metrics,
                              self.flavour(), run)
+
+
+def own_cheats_per_metric(report: GateReport) -> GateReport:
+    """The harness's rule on the model's own cheats (stated in its prompt): judged metric by metric like the
+    skill-blind baselines, not only by the gate's mean. A blind reviewer found a creator's cheat earning 0.65 on one
+    metric (mean 0.20) and another 1.0 on one: such a metric pays for shortcuts."""
+    if report.verdict is not GateVerdict.RETAINED:
+        return report
+    passed = [(a.name, note) for a in report.cheats if a.kind is AttemptKind.CHEAT
+              for failed, note in [blind.judge(a.metrics)] if failed]
+    if not passed:
+        return report
+    check = CheckResult(name="cheats_per_metric", verdict=CheckVerdict.FAIL, reason=ReasonCode.SHORTCUT_PASSED,
+                        evidence="; ".join(f"{name}: {note}" for name, note in passed)[:2000])
+    return report.model_copy(update={"verdict": GateVerdict.REJECTED, "reason": ReasonCode.SHORTCUT_PASSED,
+                                     "checks": [*report.checks, check]})
 
 
 def blueprint_from(a: dict[str, Any], ctx: CreationContext, view: SkillView,

@@ -28,17 +28,21 @@ from tests.support.creator_replay import ReplayChat
 
 pytestmark = [pytest.mark.docker, pytest.mark.corpus]
 TRANSCRIPTS = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "creator_transcripts").glob("*.json"))
-# Retained when recorded, rejected by the skill-blind baseline battery (gates/blind.py) since; everything up to the
-# gate's verdict replays as recorded. reconciliation (run 1, before the battery): most register rows are
-# outstanding, so a generic listing of rows earns items_listed >= 0.5 and a table parser copying columns by name
-# earns item_fields. ticket-triage (run 2, when the battery skipped SQLite outputs): the triage is written into
-# queue.db in place, and a table parser joining the runbook's signal-word table earns category >= 0.5.
-BLIND_REJECTS = {"reconciliation--table-aging-analysis-for-outstanding-ite-v1",
-                 "ticket-triage--table-category-taxonomy-v0"}
+# Retained when recorded, rejected since by a rule that came later; everything up to the verdict replays as
+# recorded. The skill-blind baseline battery (gates/blind.py): reconciliation (run 1, before the battery) - most
+# register rows are outstanding, so a generic listing of rows earns items_listed >= 0.5 and a table parser copying
+# columns by name earns item_fields; ticket-triage (run 2, when the battery skipped SQLite outputs) - the triage is
+# written into queue.db in place, and a table parser joining the runbook's signal-word table earns category >= 0.5.
+# The model's own cheats judged metric by metric (creator.session.own_cheats_per_metric): run 1's versions of two
+# tasks whose run-2 versions are retained again.
+REJECTS = {"reconciliation--table-aging-analysis-for-outstanding-ite-v1": ReasonCode.SKILL_BLIND_BASELINE_PASSED,
+           "ticket-triage--table-category-taxonomy-v0": ReasonCode.SKILL_BLIND_BASELINE_PASSED,
+           "incident-response--table-severity-classification-v1--run1": ReasonCode.SHORTCUT_PASSED,
+           "seo-audit--trigger-v1--run1": ReasonCode.SHORTCUT_PASSED}
 
 
 def test_there_are_transcripts_of_three_skills_the_gate_retains():
-    skills = {json.loads(p.read_text())["skill_folder"] for p in TRANSCRIPTS if p.stem not in BLIND_REJECTS}
+    skills = {json.loads(p.read_text())["skill_folder"] for p in TRANSCRIPTS if p.stem not in REJECTS}
     assert len(skills) >= 3, skills
 
 
@@ -57,8 +61,8 @@ def test_a_recorded_transcript_is_retained_again(path, corpus_dir, docker_client
     bundle, report = create_task(ArtifactStore(tmp_path / "store"), ctx, agent, lambda p: gate_task(p, settings),
                                  CreationSettings())
     assert [r.turns for r in bundle.creator] == t["recorded"]["turns"]
-    if path.stem in BLIND_REJECTS:
-        assert bundle.reasons == [ReasonCode.SKILL_BLIND_BASELINE_PASSED], (bundle.reasons, bundle.evidence)
+    if path.stem in REJECTS:
+        assert bundle.reasons == [REJECTS[path.stem]], (bundle.reasons, bundle.evidence)
         return
     assert [r.status for r in bundle.creator] == t["recorded"]["statuses"], (bundle.reasons, bundle.evidence)
     assert bundle.status == "retained" and report is not None and compute_freeze_hash(bundle.path) == bundle.freeze_hash

@@ -269,6 +269,21 @@ def test_before_the_freeze_a_draft_reference_runs_the_whole_gate_on_a_throw_away
     assert "pass a draft solve.sh as `reference_solution`" in tool_results(b2)[-1]
 
 
+@pytest.mark.parametrize(("metrics", "status"), [({"endpoints_correct": 0.65, "list_exact": 0.0}, "rejected"),
+                                                 ({"endpoints_correct": 0.49, "list_exact": 0.4}, "retained")])
+def test_the_models_own_cheats_are_judged_metric_by_metric(ctx, tmp_path, metrics, status):
+    """Blind review: a creator's cheat earned 0.65 on one metric with a mean of 0.20, which the gate's mean rule
+    accepts. The harness judges the model's cheats like the skill-blind baselines: one metric at 0.5 rejects."""
+    cheat = ShortcutAttempt(kind=AttemptKind.CHEAT, name="cheats/all.sh", family="cheat", verdict=CheckVerdict.PASS,
+                            metrics=metrics, mean=sum(metrics.values()) / 2)
+    gate = FakeGate(RETAINED.model_copy(update={"cheats": [cheat]}))
+    b, _, _, _ = author(ctx, tmp_path, [*build_and_freeze(pattern(ctx)), [*solved(), ("submit", {})]], gate=gate)
+    assert b.status == status
+    if status == "rejected":
+        assert b.reasons == [ReasonCode.SHORTCUT_PASSED] and "cheats_per_metric" in b.evidence[0]
+        assert "FAIL cheats_per_metric (shortcut_passed): cheats/all.sh: endpoints_correct=0.65" in tool_results(b)[-1]
+
+
 def test_no_candidate_failure_stops_its_siblings(examples_dir, tmp_path):
     skill = skill_from_dir(examples_dir / "log-triage-awk")
     plans, axes = plans_and_axes(skill)
