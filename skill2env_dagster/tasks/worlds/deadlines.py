@@ -155,7 +155,7 @@ def _strata(limits: dict[str, Limit], n: int, rng: random.Random, named_start: b
                "ext_saves": any(x.ext_amount for x in limits.values()),
                "ext_late": any(x.ext_amount for x in limits.values()),
                "weekend_trap": "business_days" in units, "month_end_trap": "months" in units,
-               "offset_trap": bool(units & {"minutes", "hours"})}
+               "offset_trap": bool(units & set(FIXED_UNITS))}
     names = [s for s, _ in STRATA if applies.get(s, True)]
     late = {s for s, is_late in STRATA if is_late}
     chosen = list(names)
@@ -194,7 +194,7 @@ def _category_for(stratum: str, limits: dict[str, Limit], rng: random.Random, tu
     elif stratum == "month_end_trap":
         cats = [c for c in cats if limits[c].unit == "months"]
     elif stratum == "offset_trap":
-        cats = [c for c in cats if limits[c].unit in ("minutes", "hours")]
+        cats = [c for c in cats if limits[c].unit in FIXED_UNITS]
     return cats[turn % len(cats)] if stratum in ("inside", "at_limit") else rng.choice(cats)
 
 
@@ -266,8 +266,8 @@ def build(limits: dict[str, Limit], n: int, rng: random.Random, prefix: str, nou
         so = rng.choice(OFFSETS)
         eo = rng.choice([o for o in OFFSETS if o != so]) if stratum == "offset_trap" else (
             so if rng.random() < 0.6 else rng.choice(OFFSETS))
-        if stratum == "offset_trap":  # the end written further east than the start: local clocks shrink the gap
-            so, eo = min(OFFSETS), max(OFFSETS)
+        if stratum == "offset_trap":  # the end written further west than the start: local clocks shrink the gap
+            so, eo = max(OFFSETS), min(OFFSETS)  # (late by under an hour, on time read as clock readings)
         subject = rng.choice(examples[cat]) if cat in examples else subjects[i % len(subjects)]
         earlier = None
         if named_start:
