@@ -124,6 +124,8 @@ def test_every_file_task_is_honest_on_the_host(skills_dir, skill_name, shape, co
     assert oracle and all(v == 1 for v in oracle.values()), oracle
     assert nop and all(v == 0 for v in nop.values()), nop
     assert wrong and not all(v == 1 for v in wrong.values()), wrong
+    if shape == "deadline_audit":  # the naive reading drops conditions: one dropped condition is 0 here
+        assert wrong["every_condition"] == 0, wrong
     for cheat, metrics in cheat_trials(d, tmp_path / "c").items():
         assert mean(metrics) <= CHEAT_LIMIT, (cheat, metrics)
     for baseline, metrics in baseline_trials(d, tmp_path / "b").items():
