@@ -30,6 +30,9 @@ WITHIN = re.compile(r"\bwithin\s+(\d{1,3})\s*" + _UNIT + r"\b", re.I)
 EXTENSION = re.compile(r"\(?\s*(?:extendable|extended|extensible)\s+by\s+(?:up to\s+)?(\d{1,3})\s*" + _UNIT
                        + r"\b([^)]*)\)?", re.I)
 BLANKS = re.compile(r"(?:^|\s)1\.\s+2\.(?:\s+\d+\.)*\s*$")  # "…(Within 30 days): 1. 2. 3." - a form's blanks
+# A list item that tells the reader what to do is advice, not what a record is about ("One sentence thanking them…").
+INSTRUCTION = re.compile(r"(?:do|don't|do not|never|always|send|write|use|include|keep|avoid|make|ask|mention|thank|"
+                         r"one sentence|be|add|check|follow|state|list|reply|respond)\b", re.I)
 _CONDITION = re.compile(r"\b(if|unless|except|when|whenever|where|provided|depending|only for)\b", re.I)
 _DESCRIPTIVE = re.compile(r"\b(?:is|are)\s+(?:the\s+)?(?:standard|typical|common|normal|usual|customary|market)\b",
                           re.I)
@@ -231,7 +234,7 @@ def _examples(items: list[Block]) -> tuple[str, ...]:
     out = []
     for b in items:
         text = " ".join(plain(b.text).split()).strip(" .")
-        if 12 <= len(text) <= 90 and not WITHIN.search(text) and not text.endswith(":"):
+        if 12 <= len(text) <= 90 and not WITHIN.search(text) and not text.endswith(":") and not INSTRUCTION.match(text):
             out.append(text[:1].upper() + text[1:])
     return tuple(out[:8])
 

@@ -33,6 +33,17 @@ SUBJECTS = {
                  "Email notifications delayed", "Image uploads failing", "Reports page timing out",
                  "Payment retries spiking", "Mobile app crash on start", "Webhook queue backing up",
                  "Partial outage in one region", "Stale cache after deploy", "Admin console 500 errors"),
+    "breach": ("Customer emails sent to the wrong recipients", "Laptop with unencrypted HR files stolen",
+               "Storage bucket exposed order history", "Support mailbox taken over by phishing",
+               "Payroll export shared with the wrong vendor", "Test database with real customer data leaked",
+               "Marketing list uploaded to a public folder", "Former contractor kept CRM access",
+               "Backup tape lost in transit", "Password reset links logged in plain text",
+               "Call recordings reachable without login", "Misaddressed medical letters"),
+    "interview": ("Backend engineer - technical screen", "Staff data scientist - hiring manager call",
+                  "Platform engineer - onsite loop", "Engineering manager - panel", "Site reliability engineer - "
+                  "system design", "Frontend engineer - take-home review", "Security engineer - final round",
+                  "ML engineer - recruiter screen", "Data engineer - pairing session", "Product engineer - "
+                  "culture interview", "Solutions architect - case study", "Mobile engineer - onsite"),
 }
 GENERIC_SUBJECTS = ("Supplier qualification record incomplete", "Calibration log not signed", "Procedure out of date",
                     "Training record missing", "Review minutes not filed", "Risk file needs update",
