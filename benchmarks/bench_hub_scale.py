@@ -236,20 +236,13 @@ def main() -> int:
     def save() -> None:
         figures_file.write_text(json.dumps(figures, indent=2))
 
-    if "extract" in steps and a.git:
+    if "extract" in steps:
         t0 = time.monotonic()
-        figures["extract"] = {**git_hub(a.mirror, a.commit, work / "hub.git"),
-                              "seconds": round(time.monotonic() - t0, 1)}
-        ex = figures["extract"]
-        print(f"git source: {ex['skill_md_files']} SKILL.md at {ex['repo_commit'][:12]}, "
-              f"{len(ex['missing_blobs'])} blobs missing from the mirror left out, {ex['seconds']} s")
-        save()
-    elif "extract" in steps:
-        t0 = time.monotonic()
-        figures["extract"] = {**extract(a.mirror, a.commit, hub, a.limit, a.seed),
-                              "seconds": round(time.monotonic() - t0, 1)}
-        ex = figures["extract"]
-        print(f"extract: {ex['skill_md_files']} SKILL.md in {ex['plugins']} plugin folders, "
+        made = git_hub(a.mirror, a.commit, work / "hub.git") if a.git else extract(a.mirror, a.commit, hub, a.limit,
+                                                                                   a.seed)
+        figures["extract"] = ex = {**made, "seconds": round(time.monotonic() - t0, 1)}
+        where = f"at {ex['repo_commit'][:12]}" if a.git else f"in {ex['plugins']} plugin folders"
+        print(f"{'git source' if a.git else 'extract'}: {ex['skill_md_files']} SKILL.md {where}, "
               f"{len(ex['missing_blobs'])} blobs missing from the mirror left out, {ex['seconds']} s")
         save()
     if "snapshots" in steps:
