@@ -104,6 +104,11 @@ out.write_text("session,call_id,pattern\n" + "".join(f"{s},{c},{p}\n" for s, c, 
 '''
 
 
+# A program's option that may come before its subcommand without a separate value ("git --no-pager push").
+GLOBAL_OPTION = {"git": "--no-pager", "kubectl": "--context=staging", "docker": "--debug", "npm": "--silent",
+                 "terraform": "-chdir=infra", "helm": "--debug"}
+
+
 def _blocked(words: list[str], rng: random.Random) -> str:
     """A command the pattern blocks: its words with some of the arguments such calls carry."""
     extra = [] if words[-1] in (".",) else rng.sample(ARGS[:4], rng.randrange(0, 2))
@@ -111,9 +116,11 @@ def _blocked(words: list[str], rng: random.Random) -> str:
 
 
 def _near(words: list[str], rng: random.Random) -> list[str]:
-    """Commands that look like the pattern but that its words, read strictly, do not block."""
+    """Commands that look like the pattern but that its words, read strictly, do not block (a chain inside quotes is
+    one word of an `echo`, so splitting the line at `&&` without its quoting finds the pattern there)."""
     prog, sub, rest = words[0], words[1], words[2:]
-    out = [shlex.join([prog, "help", sub]), f"echo {shlex.quote('do not run ' + ' '.join(words))}"]
+    out = [shlex.join([prog, "help", sub]), f"echo {shlex.quote('do not run ' + ' '.join(words))}",
+           f"echo {shlex.quote('tests pass && ' + ' '.join(words))}"]
     for i, w in enumerate(rest):
         if re.fullmatch(r"-[A-Za-z]", w):
             out.append(shlex.join([prog, sub, *rest[:i], w.swapcase(), *rest[i + 1:], rng.choice(ARGS[2:5])]))
@@ -129,6 +136,8 @@ def plant(patterns: list[dict[str, Any]], n_sessions: int, rng: random.Random) -
     for p in patterns:
         words = p["words"]
         calls.append(_blocked(words, rng))
+        if words[0] in GLOBAL_OPTION:  # an option before the subcommand: still the blocked subcommand
+            calls.append(shlex.join([words[0], GLOBAL_OPTION[words[0]], *words[1:]]))
         calls += _near(words, rng)
     chained = rng.choice(patterns)["words"]
     calls.append(f"{rng.choice(SAFE)} && {_blocked(chained, rng)}")
