@@ -34,10 +34,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(name="+".join(shared) or item.nodeid.split("::")[0]))
 
 
+LOST_GROUPS = pytest.StashKey[str]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under `--dist loadgroup` (a worker has `config.option.loadgroup`) pytest-xdist sends the tests of one group
+    to one worker by a suffix it writes into each test's id; with a pytest that ignores that write (9.2 with xdist
+    3.8, pytest-xdist#1386) the groups are silently split and every worker builds the module fixtures again. Such a
+    run fails every grouped test with the reason (a worker cannot stop the run with a readable message)."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [i for i in session.items
+            if i.get_closest_marker("xdist_group") is not None and "@" not in i.nodeid.rsplit("]", 1)[-1]]
+    if lost:
+        session.config.stash[LOST_GROUPS] = (
+            f"--dist loadgroup lost its groups ({len(lost)} tests): pytest {pytest.__version__} and this "
+            "pytest-xdist do not work together (each worker would build the module fixtures again); see pyproject.toml")
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """The fast tier sets S2E_FAST_TIER=1 and deselects the host markers; a host test selected anyway (a path
-    named on the command line with its own `-m`) fails here rather than starting an engine, a browser or a
-    database."""
+    """A grouped test of a run whose groups were lost fails here (above). The fast tier sets S2E_FAST_TIER=1 and
+    deselects the host markers; a host test selected anyway (a path named on the command line with its own `-m`)
+    fails here rather than starting an engine, a browser or a database."""
+    lost = item.config.stash.get(LOST_GROUPS, None)
+    if lost is not None and item.get_closest_marker("xdist_group") is not None:
+        pytest.fail(lost, pytrace=False)
     if os.environ.get("S2E_FAST_TIER") == "1":
         host = [m for m in HOST_MARKERS if item.get_closest_marker(m) is not None]
         if host:
