@@ -27,6 +27,7 @@ from skill2env_dagster.assets.common import (
 )
 from skill2env_dagster.llm.prompts import prompt_version
 from skill2env_dagster.models.skill import SkillRecord
+from skill2env_dagster.models.snapshot import SnapshotManifest
 from skill2env_dagster.resources.llm import LLMResource
 from skill2env_dagster.resources.skillhub import SkillHubResource
 from skill2env_dagster.resources.store import ArtifactStoreResource
@@ -35,12 +36,13 @@ from skill2env_dagster.skillhub.opinion import OPINION_TEMPLATE, OpinionCache, s
 from skill2env_dagster.skillhub.snapshot import (
     SKILLS_TABLE,
     latest_snapshot_dir,
+    load_manifest,
     load_record,
     previous_crawl,
     publish_snapshot,
     record_fingerprint,
 )
-from skill2env_dagster.store import ArtifactStore
+from skill2env_dagster.store import ArtifactStore, write_model
 
 OWNERS = ["team:skill2env"]
 # The snapshot's final verdict (after the second opinion) in its metadata: what the runner and the sensor route by
@@ -78,6 +80,7 @@ def skillhub_crawl(
     result = crawl(skillhub.load(), previous_crawl(root), CRAWL_VERSION)
     previous = _previously_observed(context.instance, root)
     snap_dir, manifest = publish_snapshot(result, root)
+    _record_reuse_keys(snap_dir, manifest)
     added, removed = _sync_partitions(context.instance, [r.skill_id for r in result.records])
     observed = log_asset_events(context, (_observation(r) for r in result.records
                                           if previous.get(r.skill_id, ("", None, ""))[:2] !=
@@ -104,6 +107,15 @@ def skillhub_crawl(
             "seconds": dg.MetadataValue.json(manifest.seconds),
         },
     )
+
+
+def _record_reuse_keys(snap_dir: Path, manifest: SnapshotManifest) -> None:
+    """A snapshot is content-addressed: when a crawl by new code (or settings) finds the very same records, the
+    published manifest would keep the old reuse keys and no later crawl could reuse it. Its sources are updated."""
+    published = load_manifest(snap_dir)
+    if [(s.get("name"), s.get("reuse_key")) for s in published.sources] != [
+            (s.get("name"), s.get("reuse_key")) for s in manifest.sources]:
+        write_model(snap_dir / "snapshot.json", published.model_copy(update={"sources": manifest.sources}))
 
 
 def _previously_observed(instance: dg.DagsterInstance, root: Path) -> dict[str, tuple[str, str | None, str]]:

@@ -86,3 +86,21 @@ def test_a_reused_source_beside_a_read_one_is_deduplicated_again(tmp_path, repo,
     assert by_id["g__csv-cleaner-v2"].status == SkillStatus.DUPLICATE  # found again, not carried over twice
     assert len([f for f in by_id["g__csv-cleaner-v2"].findings if f.rule == "dedup"]) == 1
     assert by_id["g__log-counter"].duplicate_of == "a__log-counter"
+
+
+def test_the_same_records_by_new_code_record_the_new_keys(tmp_path, repo, monkeypatch):
+    """New code that finds the very same records publishes no new snapshot (content-addressed); the crawl asset
+    updates the published manifest's reuse keys, so the next crawl by that code reuses it."""
+    from skill2env_dagster.assets.skillhub import _record_reuse_keys
+    from skill2env_dagster.skillhub.snapshot import manifest_of
+
+    root = tmp_path / "snapshots"
+    publish_snapshot(crawl(_config(tmp_path, repo), None, "v1"), root)
+    again = crawl(_config(tmp_path, repo), previous_crawl(root), "v2")
+    snap_dir, manifest = publish_snapshot(again, root)
+    assert manifest.snapshot_id == manifest_of(again).snapshot_id and not again.sources[0].reused
+    _record_reuse_keys(snap_dir, manifest)
+    with monkeypatch.context() as m:
+        _no_reading(m)
+        third = crawl(_config(tmp_path, repo), previous_crawl(root), "v2")
+    assert third.sources[0].reused
