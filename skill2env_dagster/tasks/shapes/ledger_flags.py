@@ -192,15 +192,15 @@ class LedgerFlags:
             Metric("flags", "Jaccard of the reported (entry, flag) pairs with the flags the skill's conditions raise "
                    "(an entry flagged wrongly, or twice, costs as much as a missed one).",
                    'return jaccard(EXPECTED["flags"], out["rows"])', ("jaccard",), [p.id]),
-            Metric("every_flag", "Mean over the skill's flags of the Jaccard of the entries reported under that "
-                   "flag, times the share of reported rows that carry one of the playbook's labels: each flag's "
-                   "condition must be applied, and a row under a label the playbook does not have is wrong.",
+            Metric("every_flag", "The lowest, over the skill's flags, of the Jaccard of the entries reported under "
+                   "that flag, times the share of reported rows that carry one of the playbook's labels: every "
+                   "flag's condition must be applied, and a row under a label the playbook does not have is wrong.",
                    'scores = []\nfor lab in EXPECTED["labels"]:\n'
                    '    want = [r for r in EXPECTED["flags"] if r[1] == lab]\n'
                    '    got = [r for r in out["rows"] if r[1] == lab]\n'
                    '    scores.append(jaccard(want, got) if want else float(not got))\n'
                    'known = sum(1 for r in out["rows"] if r[1] in EXPECTED["labels"])\n'
-                   'return sum(scores) / len(scores) * (known / len(out["rows"]) if out["rows"] else 1.0)',
+                   'return min(scores) * (known / len(out["rows"]) if out["rows"] else 1.0)',
                    ("jaccard",), [p.id]),
         ]
         check = CheckScript(LOADER, metrics, {"SEP": '","', "OUT": repr(OUT)}, ("read_table",))

@@ -146,13 +146,15 @@ class DeadlineWorld:
 
 # Strata: (name, late?). Each plants the end relative to the due time; "open" strata leave the end empty.
 STRATA = (("inside", False), ("at_limit", False), ("just_late", True), ("long_late", True),
-          ("open_overdue", True), ("open_not_due", False), ("stricter_only", False), ("ext_saves", False),
+          ("open_overdue", True), ("open_not_due", False), ("stricter_only", False), ("laxer_only", True),
+          ("ext_saves", False),
           ("ext_late", True), ("weekend_trap", False), ("month_end_trap", True), ("offset_trap", True),
           ("earlier_trap", False), ("not_covered", False))
 
 # Which condition of the rule each trap stratum tests ("inside" and "long_late" test none).
 CONDITION_OF = {"at_limit": "boundary", "just_late": "boundary", "open_overdue": "open", "open_not_due": "open",
-                "stricter_only": "category", "ext_saves": "extension", "ext_late": "extension",
+                "stricter_only": "category", "laxer_only": "category", "ext_saves": "extension",
+                "ext_late": "extension",
                 "weekend_trap": "unit", "month_end_trap": "unit", "offset_trap": "offsets",
                 "earlier_trap": "start_event", "not_covered": "start_event"}
 
@@ -163,6 +165,8 @@ def _strata(limits: dict[str, Limit], n: int, rng: random.Random, named_start: b
     units = {lim.unit for lim in limits.values()}
     applies = {"earlier_trap": named_start, "not_covered": optional_start,
                "stricter_only": len({span_minutes(x.amount, x.unit) for x in limits.values()}) > 1,
+               "laxer_only": len({span_minutes(x.amount, x.unit) for x in limits.values()}) > 1
+               and min(limits.values(), key=lambda x: span_minutes(x.amount, x.unit)).unit in FIXED_UNITS,
                "ext_saves": any(x.ext_amount for x in limits.values()),
                "ext_late": any(x.ext_amount for x in limits.values()),
                "weekend_trap": "business_days" in units, "month_end_trap": "months" in units,
@@ -200,6 +204,10 @@ def _category_for(stratum: str, limits: dict[str, Limit], rng: random.Random, tu
     elif stratum == "stricter_only":
         strictest = min(span_minutes(x.amount, x.unit) for x in limits.values())
         cats = [c for c in cats if span_minutes(limits[c].amount, limits[c].unit) > strictest]
+    elif stratum == "laxer_only":  # late under the strictest category's own limit, on time under any laxer one
+        strictest = min(span_minutes(x.amount, x.unit) for x in limits.values())
+        cats = [c for c in cats if span_minutes(limits[c].amount, limits[c].unit) == strictest
+                and limits[c].unit in FIXED_UNITS]
     elif stratum == "weekend_trap":
         cats = [c for c in cats if limits[c].unit == "business_days"]
     elif stratum == "month_end_trap":
@@ -243,6 +251,9 @@ def _plant(stratum: str, lim: Limit, export: datetime, rng: random.Random,
         end = due + timedelta(minutes=step)
     elif stratum == "long_late":
         end = due + (due - start) * rng.uniform(0.4, 1.5)
+    elif stratum == "laxer_only":  # past its own limit by less than half the way to the next laxer one
+        laxer = min(m for x in limits.values() if (m := span_minutes(x.amount, x.unit)) > span)
+        end = due + timedelta(minutes=max(step, (laxer - span) // 2))
     elif stratum == "stricter_only":
         strict = min(span_minutes(x.amount, x.unit) for x in limits.values())
         end = start + timedelta(minutes=min(strict * 1.5 + step, (due - start).total_seconds() / 60 - step))
