@@ -358,8 +358,11 @@ class DeadlineAudit:
                        f"metric:late_{nouns}"),
                 Bullet(f"Give each late {noun}'s deadline in UTC, counted from its start in the limit's own unit.",
                        "metric:due_times"),
-                Bullet(f"Apply every condition of the limits to every {noun} (its own {cat_field}'s limit, the "
-                       f"unit, the UTC offsets, the open {plural(noun)}), none dropped.", "metric:every_condition")]
+                Bullet(f"Apply every condition of the limits to every {noun} ("
+                       + (f"its own {cat_field}'s limit, " if len(ds) > 1 else "the event the clock starts at, "
+                          if k.get("start_phrase") else "")
+                       + f"the unit, the UTC offsets, the open {plural(noun)}), none dropped.",
+                       "metric:every_condition")]
         ext = next((d for d in ds if d["ext_amount"]), None)
         if ext:
             avoid.append(Bullet(f"Extending the limit of {with_article(noun)} for which the playbook's condition "
