@@ -24,6 +24,7 @@ from skill2env_dagster.creator.session import Chat, GateFn, Session, SessionResu
 from skill2env_dagster.creator.settings import CreatorLimits
 from skill2env_dagster.creator.skill_view import SkillView
 from skill2env_dagster.creator.tools import describe_report
+from skill2env_dagster.gates.reap import strip_guard
 from skill2env_dagster.gates.reuse import record_creation_gate
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.hashing import canonical_json, sha256_bytes
@@ -202,7 +203,7 @@ class CreatorAgent:
             if b"\0" in data[:4096]:
                 parts.append(f"--- {rel} (binary, {len(data):,} bytes)")
                 continue
-            text = data.decode("utf-8", errors="replace")
+            text = strip_guard(data.decode("utf-8", errors="replace"))  # the harness's guard is not theirs
             shown = text[:min(PREVIOUS_FILE_CHARS, budget)]
             budget -= len(shown)
             cut = f"\n[... {len(text) - len(shown):,} more characters not shown]" if len(shown) < len(text) else ""

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 
 from skill2env_dagster.atomic import atomic_write_bytes
+from skill2env_dagster.gates.reap import SHELLS, interpreter
 from skill2env_dagster.models.task import CREATION_ORDER, CreationStep, StepRecord
 from skill2env_dagster.models.task_toml import TaskToml
 from skill2env_dagster.reasons import Skill2EnvError
@@ -135,6 +136,9 @@ class Draft(TaskBuilder):
         if self.frozen or missing:
             raise RefusalError("refused: already frozen" if self.frozen
                                else f"refused: missing {missing} before freeze")
+        if interpreter(self.dir.test_script.read_text(encoding="utf-8", errors="replace")) not in SHELLS:
+            raise RefusalError("refused: tests/test.sh must be a shell script (#!/bin/bash or #!/bin/sh): the "
+                               "harness puts its guard against leftover processes at its top at the freeze")
         self.done = list(CREATION_ORDER[:4])
         digest = self.freeze(config)
         self.revision += 1

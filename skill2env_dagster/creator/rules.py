@@ -113,7 +113,11 @@ def _runtime(s: GateSettings) -> list[Rule]:
              f"{MAX_METRICS} named metrics (2 to {MAX_METRICS} recommended, each an independent check), every value "
              f"a finite number in [0, 1], at most {MAX_REWARD_BYTES // 1024} KiB. Its exit code is ignored: write "
              "the file on every path (a trap on EXIT), all zeros when the output is missing. Fractional credit is "
-             "computed, never judged."),
+             "computed, never judged. tests/test.sh must be a shell script (#!/bin/bash or #!/bin/sh): at the "
+             "freeze the harness puts a fixed guard right after its shebang which, before your grading runs, kills "
+             "every process left in the container (whatever the solver left running) but the verifier's own and "
+             "removes any reward file already there; so test.sh needs no kill step of its own and must not rely on "
+             "a process started before it."),
         Rule((C.NOP_FAILED,), "runtime",
              "No-op: tests/test.sh on the untouched environment (nobody did anything) must give every metric 0."),
         Rule((C.WRONG_SOLUTION_PASSED, C.WRONG_SOLUTION_TIMEOUT), "runtime", wrong),

@@ -28,6 +28,7 @@ import docker.errors
 from docker.models.containers import Container
 from docker.types import LogConfig
 
+from skill2env_dagster.gates.reap import REAP
 from skill2env_dagster.gates.services import MAX_COLLECT_BYTES, ServiceSpec
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.models.task_dir import CONTAINER_TESTS
@@ -47,28 +48,7 @@ _LIVE_LOCK = threading.Lock()
 # (its create call was in flight) is removed at once instead of running to its deadline.
 CANCEL = threading.Event()
 
-# Kill every process except PID 1 (init), the keeper and this shell, in rounds: SIGSTOP to all (kill -1), then
-# SIGKILL each one by pid, until a round finds nothing left to kill. One round is not enough: a process caught in
-# fork() by the SIGSTOP gives birth to a running child, which forks on. Zombies count as left, so the rounds also
-# wait until init has collected the dead, which hold their pids until then (whatever runs next, the verifier,
-# could not fork under the pids limit). This ends setsid'd daemons, double forks and fork bombs alike: they all
-# live in the container's PID namespace. Only shell builtins are used (no `set --` either: callers' "$@" must
-# survive), so the reaper needs no fork and works with a full process table. $left is 0 when all are gone.
-REAP = """keep=" 1 $KEEPER $$ "
-round=0
-left=1
-while [ $left -gt 0 ] && [ $round -lt 400 ]; do
-  kill -s STOP -1 2>/dev/null
-  left=0
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}
-    case "$keep" in *" $p "*) continue;; esac
-    kill -s KILL "$p" 2>/dev/null && left=$((left+1))
-  done
-  round=$((round+1))
-done
-kill -s CONT "$KEEPER" 2>/dev/null
-"""
+# REAP (gates/reap.py): kill every process except PID 1 (init), the keeper and this shell.
 
 # Print the keeper's pid (init's child) and any grading path the image should not contain, then make log dirs.
 # On a busy engine the exec can start before init has forked the keeper: wait for it (up to 10 s), because a reap

@@ -28,9 +28,10 @@ from pathlib import Path
 import docker.errors
 
 from skill2env_dagster.gates import blind
-from skill2env_dagster.gates.container import MAX_READ, REAP, tar_dir
+from skill2env_dagster.gates.container import MAX_READ, tar_dir
 from skill2env_dagster.gates.mutants import Family, Mutant, MutantSet, as_good_as, derive, judge, mean
 from skill2env_dagster.gates.outputs import OutputFile, OutputPlan, OutputUnit
+from skill2env_dagster.gates.reap import REAP
 from skill2env_dagster.gates.reward import Reward
 from skill2env_dagster.gates.sandbox import SCRATCH, VERIFIER_ENV, ImageReader, Sandbox, TrialStatus, reward_from
 from skill2env_dagster.gates.settings import GateSettings

@@ -6,7 +6,7 @@ reward the agent cannot forge. The gates use it now; solver rollouts drive it th
         outcome = sb.verify()                          # status, metrics, tamper evidence; never raises for
                                                        # anything the agent did
 `verify()` in order: (1) kills every process left from the agent phase (setsid daemons, double forks and fork
-bombs included, see container.REAP); (2) asks the engine what the agent phase changed on disk and stops with
+bombs included, see reap.REAP); (2) asks the engine what the agent phase changed on disk and stops with
 `tamper_detected` (reward 0, paths as evidence) if it touched the verifier's toolchain (tamper.py); (3) copies the
 files the task's stand-in services declare out of those services (services.py: they run in containers of their
 own, which the agent cannot reach but through their port), empties /logs/verifier and copies tests/ to /tests with
@@ -50,7 +50,8 @@ from skill2env_dagster.gates.changes import (
     parent_of,
     top_level,
 )
-from skill2env_dagster.gates.container import LABEL, MAX_READ, REAP, ExecResult, Trial, labels_for, tar_dir
+from skill2env_dagster.gates.container import LABEL, MAX_READ, ExecResult, Trial, labels_for, tar_dir
+from skill2env_dagster.gates.reap import REAP
 from skill2env_dagster.gates.reward import Reward, parse_reward
 from skill2env_dagster.gates.services import ServiceSpec
 from skill2env_dagster.gates.settings import GateSettings

@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skill2env_dagster.gates.changes import Change, engine_changes, is_under, parent_of
-from skill2env_dagster.gates.container import REAP, tar_dir
+from skill2env_dagster.gates.container import tar_dir
+from skill2env_dagster.gates.reap import REAP
 from skill2env_dagster.gates.robustness import (
     VERIFY_FRAME,
     Run,

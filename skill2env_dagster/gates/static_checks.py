@@ -23,6 +23,7 @@ from skill2env_dagster.gates.dockerfile import (
     from_problems,
 )
 from skill2env_dagster.gates.freeze import compute_freeze_hash
+from skill2env_dagster.gates.reap import strip_guard
 from skill2env_dagster.gates.rubric import rubric_problems
 from skill2env_dagster.gates.services import load_services
 from skill2env_dagster.models.gate import CheckResult, CheckVerdict
@@ -131,7 +132,10 @@ def _secret_lines(task: TaskDir) -> dict[bytes, str]:
         for p in _walk(top):
             # Cheats may echo what the agent sees (the shipped sample's expected output): that is their point.
             if p.is_file() and not p.is_symlink() and p != task.rubric and not p.is_relative_to(task.cheats_dir):
-                for line in p.read_bytes().splitlines():
+                data = p.read_bytes()
+                if p == task.test_script:  # the harness's guard is not the task's own text
+                    data = strip_guard(data.decode(errors="surrogateescape")).encode(errors="surrogateescape")
+                for line in data.splitlines():
                     if len(line.strip()) >= LEAK_MIN_LINE:
                         lines.setdefault(line.strip(), str(p.relative_to(task.root)))
     return lines

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from skill2env_dagster.gates.changes import Change, leaves
 from skill2env_dagster.gates.mutants import mean
+from skill2env_dagster.gates.reap import strip_guard
 from skill2env_dagster.gates.reward import all_zero
 from skill2env_dagster.gates.sandbox import Sandbox, TrialStatus
 from skill2env_dagster.models.gate import AttemptKind, CheckResult, CheckVerdict, ShortcutAttempt
@@ -98,7 +99,7 @@ def tool_names(tests_dir: Path) -> list[str]:
     for p in sorted(tests_dir.rglob("*")):
         if not p.is_file() or p.is_symlink():
             continue
-        text = p.read_bytes()[:200_000].decode("utf-8", errors="replace")
+        text = strip_guard(p.read_bytes()[:200_000].decode("utf-8", errors="replace"))  # the guard is ours
         first = text.split("\n", 1)[0]
         shebang = first[2:].split() if first.startswith("#!") else []
         names += [w.rsplit("/", 1)[-1] for w in shebang[:2]]

@@ -4,7 +4,7 @@ environment → instruction → tests → rubric → freeze → solution → che
 again, for repairs); after the freeze nothing under environment/, instruction.md or tests/ can be written, and
 every solution rewrite re-checks the freeze hash, so a repair can never change what the agent sees or how it is
 graded. Cheats (`solution/cheats/*.sh`, shortcut solutions the gates must see fail) are written after the solution
-and survive its repairs.
+and survive its repairs. The freeze also puts the harness's guard at the top of tests/test.sh (gates/reap.py).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from skill2env_dagster.atomic import atomic_write_bytes
 from skill2env_dagster.gates.freeze import compute_freeze_hash
+from skill2env_dagster.gates.reap import add_guard
 from skill2env_dagster.models.task import CREATION_ORDER, CreationStep, StepRecord
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
@@ -108,13 +109,25 @@ class TaskBuilder:
         self._end("rubric", [self._write("tests/rubric.md", text, "tests/")])
 
     def freeze(self, config: TaskToml) -> str:
-        """Hash environment/, instruction.md and tests/ and write task.toml with the hash recorded."""
+        """Put the guard at the top of tests/test.sh (gates/reap.py: it kills whatever the agent left running, so
+        that under Harbor too only the verifier writes the reward), then hash environment/, instruction.md and
+        tests/ and write task.toml with the hash recorded. Every generator's task passes here."""
         self._begin("freeze")
+        self._guard_test_script()
         self.freeze_hash = compute_freeze_hash(self.dir.root)
         text = config.with_metadata(freeze_hash=self.freeze_hash).to_toml()
         atomic_write_bytes(self.dir.config, text.encode())
         self._end("freeze", ["task.toml"], note=self.freeze_hash)
         return self.freeze_hash
+
+    def _guard_test_script(self) -> None:
+        script = self.dir.test_script
+        try:
+            text = add_guard(script.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise CreationOrderError(ReasonCode.CREATOR_CONTRACT_FAILED, f"tests/test.sh: {e}") from e
+        atomic_write_bytes(script, text.encode())
+        os.chmod(script, 0o755)
 
     def solution(self, files: Mapping[str, str | bytes], evidence: str = "") -> None:
         """solution/ (solve.sh, optional wrong.sh); a rewrite replaces the folder and re-checks the freeze."""

@@ -13,6 +13,7 @@ import pytest
 from skill2env_dagster.catalogue import load_patterns
 from skill2env_dagster.creator import CreatorAgent, CreatorLimits
 from skill2env_dagster.creator.agent import candidate_patterns
+from skill2env_dagster.gates.reap import is_guarded, strip_guard
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.tools import RequestedCall
@@ -84,7 +85,8 @@ def test_the_whole_loop_refuses_out_of_order_writes_and_edits_after_the_freeze(c
     assert any(t.startswith("frozen (sha256:") for t in results)
     assert sum(t.startswith("refused: tests/test.sh is frozen") for t in results) == 1
     task = Path(b.path)
-    assert (task / "tests/test.sh").read_text() == TASK["tests/test.sh"]  # the refused edit changed nothing
+    frozen = (task / "tests/test.sh").read_text()
+    assert is_guarded(frozen) and strip_guard(frozen) == TASK["tests/test.sh"]  # the refused edit changed nothing
     assert (task / "instruction.md").read_text() == TASK["instruction.md"]
     assert b.metrics == ["endpoints_correct", "list_exact"] and b.blueprint is not None
     assert b.blueprint.predicates[0].source.label == "SKILL.md:22" and b.freeze_hash.startswith("sha256:")
