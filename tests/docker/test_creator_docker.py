@@ -15,6 +15,7 @@ from skill2env_dagster.creator import CreatorAgent, CreatorLimits
 from skill2env_dagster.creator.lab import DockerLab
 from skill2env_dagster.gates.base_images import load_base_images
 from skill2env_dagster.gates.freeze import compute_freeze_hash
+from skill2env_dagster.gates.reap import add_guard
 from skill2env_dagster.gates.runner import gate_task
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.llm import LLMConfig
@@ -71,7 +72,8 @@ def test_a_scripted_creator_drives_the_whole_loop_to_a_retained_task(docker_clie
     assert any(r.startswith("refused: tests/test.sh is frozen") for r in results)
     assert any("FAIL oracle (oracle_failed)" in r and "A solution bug" in r for r in results)
     task = Path(b.path)
-    assert (task / "tests" / "test.sh").read_text() == TEST_SH and compute_freeze_hash(task) == b.freeze_hash
+    assert (task / "tests" / "test.sh").read_text() == add_guard(TEST_SH)  # the freeze adds the guard
+    assert compute_freeze_hash(task) == b.freeze_hash
     assert report is not None and report.oracle == {"endpoints_correct": 1.0, "list_exact": 1.0}
     assert sorted(a.name for a in report.cheats) == ["cheats/every_path.sh", "cheats/query_kept.sh"]
     assert all(a.verdict is CheckVerdict.PASS for a in report.cheats + report.tamper)
@@ -90,7 +92,7 @@ def test_a_weak_verifier_is_replaced_never_shipped(docker_client, examples_dir, 
     assert "gate verdict: rejected" in trial  # the weakness was visible before the freeze
     second_brief = next(body for body in bodies if "A previous candidate" in body["messages"][1]["content"])
     assert "the gate's evidence" in second_brief["messages"][1]["content"]
-    assert (Path(b.path) / "tests" / "test.sh").read_text() == TEST_SH
+    assert (Path(b.path) / "tests" / "test.sh").read_text() == add_guard(TEST_SH)  # the freeze adds the guard
 
 
 def test_a_command_that_kills_the_workbench_gets_a_fresh_one(docker_client, tmp_path):
