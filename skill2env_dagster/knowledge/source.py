@@ -7,6 +7,7 @@ for line (not removed) so every line number stays the file's own.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -43,6 +44,16 @@ class Doc:
         if hint and hint in raw:
             quote = hint
         return SourceRef(file=self.path, line=line, quote=quote[:200].strip() or raw[:200])
+
+    def unfenced(self) -> Iterator[tuple[int, str]]:
+        """(1-based number, line) of every line outside fenced code blocks, the fence markers left out: a rule
+        stated in prose, not an example inside a code block."""
+        fenced = False
+        for n, line in enumerate(self.lines, 1):
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif not fenced:
+                yield n, line
 
 
 @dataclass

@@ -78,12 +78,7 @@ def compile_measures(docs: list[Doc]) -> list[Measure]:
         return []
     found: dict[str, Measure] = {}
     for doc in docs:
-        fenced = False
-        for n, line in enumerate(doc.lines, 1):
-            if line.lstrip().startswith("```"):
-                fenced = not fenced
-            if fenced:
-                continue
+        for n, line in doc.unfenced():
             for part, unit, pattern in PATTERNS:
                 m = pattern.search(line)
                 soft = m is not None and SOFT.search(line[m.start():m.end() + 12])

@@ -62,12 +62,7 @@ def compile_types(docs: list[Doc]) -> list[Forbidden]:
     """Every forbidden SQL type with its replacement, from the first document that names three."""
     for doc in docs:
         found: dict[str, Forbidden] = {}
-        fenced = False
-        for n, line in enumerate(doc.lines, 1):
-            if line.lstrip().startswith("```"):
-                fenced = not fenced
-            if fenced:
-                continue
+        for n, line in doc.unfenced():
             m = RULE.search(line)
             if not m:
                 continue

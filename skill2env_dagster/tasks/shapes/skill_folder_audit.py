@@ -231,13 +231,9 @@ class SkillFolderAudit:
         """Markdown prose lines of the skill's own documents (no code, no headings): realistic body text."""
         out = []
         for doc in text.docs.values():
-            fenced = False
-            for ln in doc.lines:
-                if ln.lstrip().startswith("```"):
-                    fenced = not fenced
-                    continue
+            for _, ln in doc.unfenced():
                 s = ln.strip()
-                if not fenced and s and not s.startswith(("#", "|", "---")) and len(s) < 160 and "," not in s[:1]:
+                if s and not s.startswith(("#", "|", "---")) and len(s) < 160 and "," not in s[:1]:
                     out.append(s)
         return out[:400] or ["Follow the steps in order and record what you changed."]
 
