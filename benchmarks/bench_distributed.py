@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +78,8 @@ def speed(hub: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int
         d.backfill("skill_pipeline", chosen)
         deadline = time.monotonic() + 6 * 3600
         while True:
-            runs = [r for r in instance.get_runs(filters=dg.RunsFilter(job_name="skill_pipeline"))
-                    if r.create_timestamp >= since - 5]
+            runs = instance.get_runs(filters=dg.RunsFilter(
+                job_name="skill_pipeline", created_after=datetime.fromtimestamp(since - 5, tz=UTC)))
             if len(runs) >= len(chosen) and all(r.status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE)
                                                 for r in runs):
                 break

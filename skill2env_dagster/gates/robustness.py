@@ -356,12 +356,9 @@ def _baseline_attempt(m: Mutant, run: Run) -> ShortcutAttempt:
 def _baselines_check(attempts: list[ShortcutAttempt], why_none: str, seconds: float) -> CheckResult:
     if not attempts:
         return _skip("blind_baselines", why_none, seconds)
-    failed = [a for a in attempts if a.verdict is CheckVerdict.FAIL]
-    evidence = ("; ".join(f"{a.name}: {a.metrics}" for a in failed) if failed
-                else f"{len(attempts)} skill-blind baselines, each below {blind.THRESHOLD} on every metric")
-    return CheckResult(name="blind_baselines", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
-                       reason=ReasonCode.SKILL_BLIND_BASELINE_PASSED if failed else None, evidence=evidence[:4000],
-                       seconds=round(seconds, 4))
+    passed = f"{len(attempts)} skill-blind baselines, each below {blind.THRESHOLD} on every metric"
+    return CheckResult.over("blind_baselines", attempts, seconds, reason=ReasonCode.SKILL_BLIND_BASELINE_PASSED,
+                            passed=passed, detail=lambda a: str(a.metrics))
 
 
 def mutation_stage(sb: Sandbox, open_box: OpenSandbox, inputs: MutationInputs,
@@ -393,16 +390,12 @@ def mutation_stage(sb: Sandbox, open_box: OpenSandbox, inputs: MutationInputs,
     attempts += skipped_attempts(ms)
     base = len(ms.mutants)
     baseline_attempts = [_baseline_attempt(m, runs[f"m{base + i}"]) for i, m in enumerate(bs)]
-    failed = [a for a in attempts if a.verdict is CheckVerdict.FAIL]
     units = ", ".join(u.label for u in inputs.units)
-    evidence = (f"{len(ms.mutants)} mutants of {units} ({how}); "
-                + ("; ".join(f"{a.name}: {a.reason} {a.metrics}" for a in failed) if failed
-                   else "every destructive mutant lowers the reward, no trivial one passes")
-                + (f"; notes: {notes}" if notes else ""))
     seconds = time.perf_counter() - start
-    check = (CheckResult(name="mutants", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
-                         reason=failed[0].reason if failed else None, evidence=evidence[:4000],
-                         seconds=round(seconds, 4)) if ms.mutants
+    check = (CheckResult.over("mutants", attempts, seconds, detail=lambda a: f"{a.reason} {a.metrics}",
+                              passed="every destructive mutant lowers the reward, no trivial one passes",
+                              context=(f"{len(ms.mutants)} mutants of {units} ({how}); ",
+                                       f"; notes: {notes}" if notes else "")) if ms.mutants
              else _skip("mutants", "no mutant applies to the outputs", seconds))
     return StageResult(check, attempts, "on", _baselines_check(baseline_attempts, no_blind, 0.0),
                        baseline_attempts)

@@ -344,15 +344,12 @@ class _Gate:
             rel = self._rel(script)
             outcome = self._from_image(sb, image, rel, partial(_passes, name=rel, threshold=threshold))
             self.report.cheats.append(_cheat(rel, outcome, threshold, self.replays.get(rel)))
-        failed = [a for a in self.report.cheats if a.verdict is CheckVerdict.FAIL]
         where = "in the no-op's container, reset between runs" if self.reuse else "in fresh containers"
         where = self.batch_note if self.batched else where + (f"; {self.batch_note}" if self.batch_note else "")
         batched = sum(o.seconds for rel, o in self.batched.items() if rel != self.task.wrong_script.name)
-        evidence = ("; ".join(f"{a.name}: {a.evidence}" for a in failed) if failed
-                    else f"{len(scripts)} cheats ({where}), each at most {threshold}")
-        return CheckResult(name="cheats", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
-                           reason=failed[0].reason if failed else None, evidence=evidence[:4000],
-                           seconds=round(time.perf_counter() - start + batched, 4))
+        return CheckResult.over("cheats", self.report.cheats, time.perf_counter() - start + batched,
+                                passed=f"{len(scripts)} cheats ({where}), each at most {threshold}",
+                                detail=lambda a: a.evidence)
 
     def _kit(self, sb: Sandbox, baseline_ok: bool) -> CheckResult:
         if not self.settings.tamper_kit:

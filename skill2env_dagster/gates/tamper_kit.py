@@ -199,9 +199,6 @@ def run_plants(sb: Sandbox, tests_dir: Path) -> list[ShortcutAttempt]:
 
 
 def kit_check(attempts: list[ShortcutAttempt], seconds: float) -> CheckResult:
-    failed = [a for a in attempts if a.verdict is CheckVerdict.FAIL]
-    evidence = ("; ".join(f"{a.name}: {a.evidence}" for a in failed) if failed
-                else f"{len(attempts)} attacks, every one ended with reward 0 or was detected")
-    return CheckResult(name="tamper_kit", verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
-                       reason=ReasonCode.TAMPER_VULNERABLE if failed else None, evidence=evidence[:4000],
-                       seconds=round(seconds, 4))
+    return CheckResult.over("tamper_kit", attempts, seconds, reason=ReasonCode.TAMPER_VULNERABLE,
+                            passed=f"{len(attempts)} attacks, every one ended with reward 0 or was detected",
+                            detail=lambda a: a.evidence)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +40,20 @@ class CheckResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.verdict is CheckVerdict.PASS
+
+    @classmethod
+    def over(cls, name: str, attempts: Sequence[ShortcutAttempt], seconds: float, *, passed: str,
+             detail: Callable[[ShortcutAttempt], str], reason: ReasonCode | None = None,
+             context: tuple[str, str] = ("", "")) -> CheckResult:
+        """The verdict of a stage of shortcut attempts (mutants, baselines, cheats, tamper kit): it fails as soon
+        as one attempt earned reward, with every such attempt as evidence, so the four stages cannot disagree on
+        what failing means; `reason` is the stage's own code, else the first failed attempt's; `context` frames the
+        evidence (what was tried, notes)."""
+        failed = [a for a in attempts if a.verdict is CheckVerdict.FAIL]
+        evidence = context[0] + ("; ".join(f"{a.name}: {detail(a)}" for a in failed) if failed else passed) + context[1]
+        return cls(name=name, verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
+                   reason=(reason or failed[0].reason) if failed else None, evidence=evidence[:4000],
+                   seconds=round(seconds, 4))
 
 
 class AttemptKind(StrEnum):
