@@ -202,7 +202,8 @@ def plan_offline(
     computed them; the plan is made from the compiled rules alone."""
     k = knowledge or extract_knowledge(skill)
     personas = (catalogue or load_axes()).personas_for(skill.domain)
-    compiled = compile_skill(k, skill.skill_file, read_docs(skill, specs=True), skill.name or skill.skill_id)
+    compiled = compile_skill(k, skill.skill_file, read_docs(skill, specs=True), skill.name or skill.skill_id,
+                             {f.rel_path for f in skill.files})
     workflows: list[Workflow] = []
     names: set[str] = set()
     for c in compiled.candidates:

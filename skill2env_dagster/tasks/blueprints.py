@@ -157,7 +157,7 @@ def plan_task(skill: SkillRecord, knowledge: SkillKnowledge, workflow: Workflow,
     `prefer` names a shape to try first (a hardening rebuild keeps its previous version's shape)."""
     text = SkillText(skill)
     fams = families(compile_candidates(knowledge, skill.skill_file, list(text.docs.values()),
-                                       skill.name or skill.skill_id))
+                                       skill.name or skill.skill_id, {f.rel_path for f in skill.files}))
     pool = load_patterns()
     rng = random.Random(f"{seed}:blueprint")
     level = ("easy", "medium", "hard", "complex").index(sample.complexity)

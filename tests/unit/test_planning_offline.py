@@ -161,9 +161,11 @@ def test_ineligible_skills_are_flagged(two_skills):
 @pytest.mark.corpus
 def test_corpus_plans_are_valid_and_grounded_or_say_why_not(corpus_dir):
     plans = []
+    by_path: dict[str, WorkflowPlanSet] = {}
     for md in sorted(corpus_dir.rglob("SKILL.md")):
         skill = make_record(md.parent, skill_id=f"s{len(plans)}")
         plan = plan_offline(skill, prompt_version="v")
+        by_path[md.parent.relative_to(corpus_dir).as_posix()] = plan
         real = {f.rel_path for f in skill.files}
         assert all(s.path in real for w in plan.workflows for a in w.assets for s in a.sources)
         assert all(w.focus is not None for w in plan.workflows)
@@ -171,6 +173,93 @@ def test_corpus_plans_are_valid_and_grounded_or_say_why_not(corpus_dir):
         plans.append(plan)
     assert len(plans) >= 100
     with_tasks = [p for p in plans if p.workflows]
-    assert len(with_tasks) >= 6  # the families take per-category deadlines, skill-folder limits, local APIs
+    # Fewer tasks, each about its skill (blind review 2): the rule must be central to the skill's method.
+    assert len(with_tasks) >= 4
+    kept = {path.rsplit("/", 1)[-1] for path, p in by_path.items() if p.workflows}
+    assert {"compliance-check", "close-month", "writing-skills", "postgresql"} <= kept
+    refused = {path.rsplit("/", 1)[-1]: " ".join(p.refusals) for path, p in by_path.items() if not p.workflows}
+    # the level (priority, severity) is the skill's own decision: not handed over as an input
+    assert "levels the skill assigns by its own criteria" in refused["ticket-triage"]
+    assert "levels the skill assigns by its own criteria" in refused["incident-response"]
+    # one limit on one line of a skill about something else
+    assert "never checks records against" in refused["technical-job-search"]
+    # the guard's matching is the unshipped script's
+    assert "which the folder does not ship" in refused["git-guardrails-claude-code"]
+    # line counts of a skill whose method is more than them
+    assert "a length lint" in refused["skill-creator"] or "wc -l" in refused["skill-creator"]
+    breach = by_path["anthropics__knowledge-work-plugins/legal/skills/compliance-check"]
+    assert [w.name for w in breach.workflows] == ["request-response-limits"]  # the 72 h breach line is refused
     signatures = {tuple((w.name, w.summary) for w in p.workflows) for p in with_tasks}
     assert len(signatures) == len(with_tasks)  # no two skills share a plan
+
+
+def _plan(tmp_path, name: str, body: str, files: dict[str, str] | None = None) -> WorkflowPlanSet:
+    d = tmp_path / name
+    d.mkdir()
+    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: d\n---\n{body}")
+    for rel, text in (files or {}).items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(text)
+    return plan_offline(make_record(d), prompt_version="v")
+
+
+LEVELS = """# Support triage
+## Priority Framework
+### P1 — Critical
+- The customer cannot use the product at all
+- Data loss or a security breach
+
+**SLA expectation:** Respond within 1 hour.
+
+### P2 — High
+- A major feature is broken for many customers
+
+**SLA expectation:** Respond within 4 hours.
+"""
+
+
+def test_levels_the_skill_assigns_by_its_criteria_are_not_handed_over(tmp_path):
+    """P1/P2 with the skill's criteria under each: handing each record its level gives the skill's decision away."""
+    plan = _plan(tmp_path, "triage", LEVELS)
+    assert plan.workflows == [] and "levels the skill assigns by its own criteria" in plan.refusals[0]
+    # The same levels without criteria are a field of the record (a pager's severity): the limits decide.
+    bare = LEVELS.replace("- The customer cannot use the product at all\n- Data loss or a security breach\n", "")
+    bare = bare.replace("- A major feature is broken for many customers\n", "")
+    assert [w.focus.family for w in _plan(tmp_path, "paging", bare).workflows] == ["deadlines"]
+
+
+def test_a_single_limit_is_a_task_only_where_the_skill_checks_records_against_it(tmp_path):
+    told = "## Follow-up Emails\nAfter an interview, send a follow-up within 24 hours:\n- Thank them.\n"
+    plan = _plan(tmp_path, "job-search", told)
+    assert plan.workflows == [] and "never checks records against" in " ".join(plan.refusals)
+    checked = ("## Matching rules\n1. Every invoice must be posted within 45 days of the invoice date; a later "
+               "posting gets the extra flag `LATE_POSTING`.\n")
+    assert [w.focus.family for w in _plan(tmp_path, "invoices", checked).workflows] == ["deadlines"]
+
+
+GUARD = """# Git guardrails
+Copy the hook: [scripts/block.sh](scripts/block.sh)
+
+## What gets blocked
+- `git push`
+- `git reset --hard`
+- `git clean -fd`
+- `git branch -D`
+"""
+
+
+def test_a_guard_whose_script_is_not_shipped_makes_no_task(tmp_path):
+    plan = _plan(tmp_path, "guard", GUARD)
+    assert plan.workflows == [] and "which the folder does not ship" in " ".join(plan.refusals)
+    shipped = _plan(tmp_path, "guard2", GUARD, {"scripts/block.sh": "#!/bin/sh\nexit 0\n"})
+    assert [w.focus.family for w in shipped.workflows] == ["commands"]
+
+
+def test_skill_folder_line_counts_alone_are_not_about_the_skill(tmp_path):
+    counts = ("# Creating skills\nKeep SKILL.md body under 500 lines. For files longer than 100 lines, include a "
+              "table of contents at the top.\n")
+    plan = _plan(tmp_path, "creator", counts)
+    assert plan.workflows == [] and "a length lint" in " ".join(plan.refusals)
+    metadata = counts + ("The `name` field: use letters, numbers, and hyphens only, max 64 characters. The "
+                         "`description` must be under 1024 characters.\n")
+    assert [w.focus.family for w in _plan(tmp_path, "writer", metadata).workflows] == ["measures"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from skill2env_dagster.knowledge.source import Doc, blocks
@@ -37,6 +38,27 @@ def _pattern(span: str) -> tuple[str, ...] | None:
     if len(words) < 2 or not re.fullmatch(r"[a-z][\w.-]*", words[0]) or words[1].startswith("-"):
         return None
     return words
+
+
+# A script the skill links to ("[scripts/x.sh](scripts/x.sh)") or names as a path in a code span.
+SCRIPT_LINK = re.compile(r"\]\(\s*((?:\./)?[\w./-]+\.(?:sh|py|js|ts|bash))\s*\)"
+                         r"|`((?:\./)?(?:scripts|hooks|bin)/[\w.-]+)`")
+
+
+def missing_guard(docs: list[Doc], files: Collection[str]) -> str:
+    """Why a skill's blocked list makes no task when the guard that applies it is a script the skill links to but
+    does not ship: what is blocked is then decided by that script's matching, and a reading of ours would be graded
+    instead (a blind reviewer: "the skill defines its guard as its bundled hook script", absent from the folder)."""
+    have = {f.lstrip("./") for f in files}
+    for doc in docs:
+        for n, line in doc.unfenced():
+            for m in SCRIPT_LINK.finditer(line):
+                path = (m.group(1) or m.group(2)).lstrip("./")
+                if path not in have:
+                    return (f"{doc.ref(n).label}: the skill's guard is its script {path}, which the folder does not "
+                            "ship: what it blocks is decided by that script's matching, not by a rule the task could "
+                            "state")
+    return ""
 
 
 def compile_commands(docs: list[Doc]) -> list[Pattern]:

@@ -12,7 +12,7 @@ why.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from skill2env_dagster.knowledge.source import Doc
@@ -49,9 +49,11 @@ def _home(file: str, skill_file: str) -> float:
     return 1.0 if file == skill_file else 0.8
 
 
-def compile_skill(k: SkillKnowledge, skill_file: str, docs: Sequence[Doc], skill_name: str = "") -> Compiled:
+def compile_skill(k: SkillKnowledge, skill_file: str, docs: Sequence[Doc], skill_name: str = "",
+                  files: Collection[str] | None = None) -> Compiled:
     """Every predicate the skill's documents support, best first (deterministic order), and why other rules were
-    left out. `docs` are the skill's documents (knowledge.source.read_docs)."""
+    left out. `docs` are the skill's documents (knowledge.source.read_docs); `files`, the paths of every file of the
+    folder (a guard's script the skill links to must be one of them), unchecked when None."""
     found: list[Candidate] = []
     refusals: list[str] = []
     service = service_predicate(list(docs))
@@ -63,18 +65,24 @@ def compile_skill(k: SkillKnowledge, skill_file: str, docs: Sequence[Doc], skill
         found.append(Candidate("deadlines", deadlines.predicate(g),
                                2.0 * _home(g.file, skill_file) + 0.1 * len(g.deadlines)))
     refusals += [f"{r.ref.label}: {r.why}" for r in refused]
-    blocked = commands.compile_commands([d for d in docs if d.path.endswith((".md", ".markdown"))])
-    if blocked:
+    md = [d for d in docs if d.path.endswith((".md", ".markdown"))]
+    blocked = commands.compile_commands(md)
+    unshipped = commands.missing_guard(md, files) if blocked and files is not None else ""
+    if blocked and not unshipped:
         found.append(Candidate("commands", commands.predicate(blocked), 2.0 + 0.1 * len(blocked)))
+    elif unshipped:
+        refusals.append(unshipped)
     types = sqltypes.compile_types([d for d in docs if d.path.endswith((".md", ".markdown"))])
     if types:
         found.append(Candidate("sqltypes", sqltypes.predicate(types), 2.0 + 0.1 * len(types)))
     raised = flags.compile_flags([d for d in docs if d.path.endswith((".md", ".markdown"))])
     if raised:
         found.append(Candidate("flags", flags.predicate(raised), 2.0 + 0.1 * len(raised)))
-    folder_rules = measures.compile_measures(list(docs))
-    if folder_rules:
+    folder_rules, why = measures.compile_measures(list(docs))
+    if folder_rules and not why:
         found.append(Candidate("measures", measures.predicate(folder_rules), 2.0 + 0.1 * len(folder_rules)))
+    elif why:
+        refusals.append(why)
     found.sort(key=lambda c: (-c.score, c.predicate.source.file, c.predicate.source.line, c.kind))
     if not found and not refusals:
         refusals.append(_nothing(k))
@@ -95,8 +103,8 @@ def _nothing(k: SkillKnowledge) -> str:
 
 
 def compile_candidates(k: SkillKnowledge, skill_file: str = "SKILL.md", docs: Sequence[Doc] = (),
-                       skill_name: str = "") -> list[Candidate]:
-    return compile_skill(k, skill_file, docs, skill_name).candidates
+                       skill_name: str = "", files: Collection[str] | None = None) -> list[Candidate]:
+    return compile_skill(k, skill_file, docs, skill_name, files).candidates
 
 
 def families(cands: list[Candidate]) -> dict[Family, list[Candidate]]:

@@ -34,6 +34,11 @@ BLANKS = re.compile(r"(?:^|\s)1\.\s+2\.(?:\s+\d+\.)*\s*$")  # "…(Within 30 day
 INSTRUCTION = re.compile(r"(?:do|don't|do not|never|always|send|write|use|include|keep|avoid|make|ask|mention|thank|"
                          r"one sentence|be|add|check|follow|state|list|reply|respond)\b", re.I)
 _CONDITION = re.compile(r"\b(if|unless|except|when|whenever|where|provided|depending|only for)\b", re.I)
+# Ranked levels a skill assigns (a priority, a severity), by their short label or their words.
+RANKED = re.compile(r"(?:p|sev|s|tier|level|l|priority|severity)\s*-?\d\b", re.I)
+RANKED_WORD = re.compile(r"\b(?:critical|urgent|high|medium|moderate|low|major|minor|blocker)\b", re.I)
+# The skill's method checks records against a single limit: it names the status or flag a late one gets.
+CHECKED = re.compile(r"\b(?:flag(?:ged)?|status|overdue|late|later|past due|mark(?:ed)? as|breached)\b", re.I)
 _DESCRIPTIVE = re.compile(r"\b(?:is|are)\s+(?:the\s+)?(?:standard|typical|common|normal|usual|customary|market)\b",
                           re.I)
 # verb (as a rule says it) -> (lemma, past participle for the record field, noun for the event)
@@ -80,6 +85,7 @@ class Deadline:
     examples: tuple[str, ...] = ()  # the skill's list items under the category (what such records are about)
     lines: tuple[int, ...] = ()  # every line of the paragraph or row the limit is written in
     column: str = ""  # a limit from a table: its column's heading (the sentence is then the cell, verbatim)
+    checked: bool = False  # the skill names what a late record gets ("a later posting gets the flag `LATE`")
 
 
 @dataclass
@@ -218,7 +224,7 @@ def _from_sentence(block: Block, sentence: str, refusals: list[Refusal]) -> list
                      _clean(quoted), ref,
                      int(ext.group(1)) if ext else 0, _unit(ext.group(2)) if ext else "",
                      " ".join(ext.group(3).split()).strip(" .") if ext else "",
-                     lines=tuple(range(block.line, block.end + 1)))
+                     lines=tuple(range(block.line, block.end + 1)), checked=bool(CHECKED.search(plain(block.text))))
         out.append(_Found(verb, _noun_in(lead) or _noun_in(rest_wo_ext), _start(rest_wo_ext, lead), d,
                           inside_label))
     return out
@@ -269,8 +275,10 @@ def _from_table(block: Block, refusals: list[Refusal]) -> list[_Found]:
             if _CONDITION.search(cell):
                 refusals.append(Refusal(ref, "the limit has a condition no record field can carry"))
                 continue
+            criteria = tuple(" ".join(plain(c).split()) for j, c in enumerate(r) if j not in (0, col) and c.strip())
             d = Deadline(_category(r[0]), plain(r[0]), int(m.group(1)), _unit(m.group(2)),
-                         " ".join(plain(cell).split()), ref, lines=(line,), column=" ".join(plain(name).split()))
+                         " ".join(plain(cell).split()), ref, examples=criteria, lines=(line,),
+                         column=" ".join(plain(name).split()))
             out.append(_Found(verb, None, None, d))
     return out
 
@@ -313,13 +321,38 @@ def compile_deadlines(docs: list[Doc], skill_name: str) -> tuple[list[Group], li
                                         "method does not keep") for d in g.deadlines]
             continue
         limits = {(d.amount, d.unit) for d in g.deadlines}
-        single = len(g.deadlines) == 1 and (g.deadlines[0].ext_amount or g.start_phrase)
-        if (len(g.deadlines) >= 2 and len(limits) >= 2) or single:
-            out.append(g)
+        if len(g.deadlines) >= 2 and len(limits) >= 2:
+            if why := _assigned_by_judgement(g):
+                refusals.append(Refusal(g.deadlines[0].ref, why))
+            else:
+                out.append(g)
+        elif len(g.deadlines) == 1 and (g.deadlines[0].ext_amount or g.start_phrase):
+            if g.deadlines[0].checked:
+                out.append(g)
+            else:
+                refusals.append(Refusal(g.deadlines[0].ref, "one limit on one line of SKILL.md, which the skill's "
+                                        "method never checks records against (it names no status or flag for a "
+                                        f"late {g.noun}): a task on it is a timestamp audit, not about the skill"))
         else:
             refusals += [Refusal(d.ref, "a single limit with no condition or start event: the answer is one "
                                         "subtraction") for d in g.deadlines]
     return out, refusals
+
+
+def _assigned_by_judgement(g: Group) -> str:
+    """Why a group's categories cannot be handed to the agent: they are ranked levels (P1-P4, SEV1-4, critical to
+    low) the skill assigns by its own criteria (list items under each level, a criteria column beside the limits).
+    Giving each record its level makes the task date arithmetic, with the skill's decision given away (blind review
+    2 called both such tasks not about their skill); records whose text decides the level by those criteria need a
+    model. Empty when the categories are facts of the record (a regulation, a pager's severity with no criteria)."""
+    ranked = all(RANKED.match(d.category) or RANKED_WORD.search(d.label) for d in g.deadlines)
+    criteria = [x for d in g.deadlines for x in d.examples]
+    if not ranked or not criteria:
+        return ""
+    cats = ", ".join(d.category for d in g.deadlines)
+    return (f"{cats} are levels the skill assigns by its own criteria (“{criteria[0]}”): a task that hands each "
+            f"{g.noun} its level is date arithmetic with the skill's decision given away, and {plural(g.noun)} "
+            "whose text decides the level by those criteria need a model")
 
 
 def _is_skill_file(path: str) -> bool:

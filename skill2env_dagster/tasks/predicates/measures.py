@@ -6,7 +6,9 @@ file longer than N lines starts with a table of contents. Each rule keeps the pa
 body" is the body, "SKILL.md" the whole file) and its comparator ("under 500" excludes 500, "max 1024" includes
 it). A group needs at least two rules: one length alone is answered by counting, not by the skill; nor is a group
 of only whole-file line counts and the contents-list rule (a blind reviewer solved one with `wc -l` and
-`grep Contents`): some rule must measure a part (the body, the description's value, the name).
+`grep Contents`). And two of its rules must govern the front matter (the name, the description): a skill whose
+folder rules are line counts of a method about something else (skill-creator's "under 500 lines", its contents
+list) gave a length lint a blind reviewer called not about the skill.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ SOFT = re.compile(r"\b(ideal(?:ly)?|if possible|roughly|about|around|approximate
 CHARSET = re.compile(r"\b(?P<lower>lowercase )?letters, (?:digits|numbers),? and hyphens(?: only)?", re.I)
 NAME_PATTERN = re.compile(r"`?name`?\s+(?:must\s+)?match(?:es)?\s+`(?P<re>\^[^`]{2,80}\$)`", re.I)
 WC_ONLY = {"file", "toc"}  # parts a line count and a grep measure without reading the skill's rules
+FRONT_MATTER = {"name", "name_charset", "name_pattern", "description"}
 _SKILL_TOPIC = re.compile(r"SKILL\.md|frontmatter|skill folder", re.I)
 
 
@@ -72,10 +75,11 @@ def _sentence(line: str, at: int = 0) -> str:
     return next((p for p in parts if anchor and anchor in p), parts[0])
 
 
-def compile_measures(docs: list[Doc]) -> list[Measure]:
-    """Every skill-folder rule the documents state (the first statement of each part wins)."""
+def compile_measures(docs: list[Doc]) -> tuple[list[Measure], str]:
+    """Every skill-folder rule the documents state (the first statement of each part wins), and why they make no
+    task ('' when they do: the caller keeps the rules only then)."""
     if not any(_SKILL_TOPIC.search(" ".join(d.lines)) for d in docs[:1]):
-        return []
+        return [], ""
     found: dict[str, Measure] = {}
     for doc in docs:
         for n, line in doc.unfenced():
@@ -96,9 +100,24 @@ def compile_measures(docs: list[Doc]) -> list[Measure]:
                                                 _sentence(line, m.start()), doc.ref(n), bool(m.group("lower")))
     if "body" in found:
         found.pop("file", None)  # the body rule is the precise one; "SKILL.md under N lines" restates it
+    return list(found.values()), _refusal(found)
+
+
+def _refusal(found: dict[str, Measure]) -> str:
+    """Why the rules found make no task ('' when they do): too few, or too little about the skill's metadata."""
+    if not found:
+        return ""
+    where = ", ".join(sorted({m.ref.label for m in found.values()}))
+    if len(found) < 2:
+        return f"{where}: one skill-folder limit alone is answered by counting, not by the skill"
     if set(found) <= WC_ONLY:
-        return []  # whole-file line counts and a contents heading: `wc -l` and `grep Contents` answer them
-    return list(found.values()) if len(found) >= 2 else []
+        return (f"{where}: whole-file line counts and a contents heading only: `wc -l` and `grep Contents` answer "
+                "them")
+    if len(set(found) & FRONT_MATTER) < 2:
+        return (f"{where}: mostly line counts ({', '.join(sorted(found))}) of a skill whose method is more than "
+                "them: a length lint, not about the skill (blind review 2); a skill-folder task needs two rules on "
+                "the front matter (the name's length, characters or pattern, the description's length)")
+    return ""
 
 
 def _compiles(pattern: str) -> bool:
