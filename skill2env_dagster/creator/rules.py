@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from skill2env_dagster.creator.grounding import DOC_SUFFIXES, QUOTE_MIN_CHARS
 from skill2env_dagster.creator.settings import CreatorLimits
 from skill2env_dagster.gates import blind, mutants, static_checks
 from skill2env_dagster.gates.dockerfile import FORBIDDEN_SOURCES
@@ -26,6 +27,17 @@ from skill2env_dagster.tasks import builder
 from skill2env_dagster.tasks.pipeline import AGENT_TIMEOUT_SEC, VERIFIER_TIMEOUT_SEC
 
 C = ReasonCode
+MIN_CHEATS = 2
+# The naive solvers a blind reviewer writes against every task (review of creator run 2: four tasks gave >= 0.5 on
+# a metric to one of them). The creator writes them as its own cheats; one place for the list.
+NAIVE_KINDS = (
+    ("ignore one condition", "the skill's method with ONE of its conditions dropped: a limit applied to every "
+     "category, business days counted as 24 h, the first value used where the skill says the reassessed one, "
+     "open or excluded records kept, the default used where the skill says to adjust it"),
+    ("substring grep", "items chosen by grepping the inputs for the rule's key words, substring matches"),
+    ("count lines", "every number asked for answered by a count of lines, rows or files"),
+    ("echo the sample", "the instruction's example, a sample or an input file copied as the answer"),
+)
 PACKAGE = Path(__file__).resolve().parents[1]
 # Where rejections come from: the gate, the task builder, the creator harness and the pipeline around them.
 REJECTING_SOURCES = ("gates", "tasks/builder.py", "tasks/pipeline.py", "creator")
@@ -42,7 +54,7 @@ class Rule:
     text: str
 
     def render(self) -> str:
-        return f"- [{', '.join(c.value for c in self.codes)}] {self.text}"
+        return f"- [{', '.join(c.value for c in self.codes) or 'refused by the harness'}] {self.text}"
 
 
 def _mib(n: int) -> str:
@@ -183,11 +195,7 @@ def _creator(limits: CreatorLimits) -> list[Rule]:
              f"Budget per candidate: {limits.max_turns} model turns, {limits.max_total_tokens:,} tokens (prompt + "
              f"completion over all turns), {limits.max_wall_sec:g} s of wall time. Out of budget before the freeze "
              "(or before solve.sh exists) the candidate is rejected; after it, the gate decides on what exists."),
-        Rule((C.SHORTCUT_PASSED,), "creator",
-             "Your own cheats are also judged metric by metric, like the skill-blind baselines: a cheat scoring "
-             f"{blind.THRESHOLD:g} or more on ANY metric rejects the task (check `cheats_per_metric`), whatever "
-             "its mean. Before the freeze, run your cheats' answers through test.sh in the workbench: a metric a "
-             "shortcut half-satisfies grades nothing the skill decides."),
+        Rule((C.SHORTCUT_PASSED,), "creator", own_cheats_rule(limits)),
         Rule((C.CREATOR_LOOP,), "creator",
              f"The same tool call failing {limits.loop_limit} times in a row with no change to the draft in "
              "between ends the candidate."),
@@ -197,9 +205,49 @@ def _creator(limits: CreatorLimits) -> list[Rule]:
     ]
 
 
+def naive_kinds() -> str:
+    return "; ".join(f"({i}) {name}: {what}" for i, (name, what) in enumerate(NAIVE_KINDS, 1))
+
+
+def own_cheats_rule(limits: CreatorLimits) -> str:
+    trial = (f" The freeze is refused until `check` with `reference_solution` and at least {MIN_CHEATS} `cheats` "
+             "has retained the draft as it is now (no change since): your naive cheats run through the whole gate "
+             "and are judged per metric while tests/ can still change." if limits.strict else
+             " Before the freeze, pass them as `cheats` to `check` with `reference_solution`.")
+    return ("Your cheats (at least " f"{MIN_CHEATS}) are the naive solvers a blind reviewer will write against the "
+            "task, not only empty or junk answers: one for each of these kinds that applies, " + naive_kinds()
+            + f". Each is judged metric by metric: {blind.THRESHOLD:g} or more on ANY metric rejects the task "
+            "(`cheats_per_metric`), whatever its mean. So every metric must give less than "
+            f"{blind.THRESHOLD:g} to a solver that ignores any one of the skill's conditions: an F1 or share over "
+            "items most of which no condition decides pays for shallow work; make most graded items depend on "
+            "the skill's conditions, or give a metric credit only when the condition-decided items are right."
+            + trial)
+
+
+def grounding_rules() -> list[Rule]:
+    """About this skill, not about the task's own spec (creator/grounding.py enforces the mechanical part)."""
+    docs = ", ".join(sorted(DOC_SUFFIXES))
+    return [
+        Rule((), "creator",
+             "Deciding rules come from the skill: the answer must be decided by rules, defaults, thresholds and "
+             "pitfalls stated in the skill's own files, each cited in the blueprint (path:line). Thresholds, word "
+             "lists, categories or scoring tables that you invent make it a spec-coding task and may not be the "
+             "deciding rules (where the skill leaves a value open, choose a task where it does not matter). "
+             "set_blueprint is refused when a rule's statement contains a number that its cited lines do not."),
+        Rule((), "creator",
+             "The world does not hand over the skill: the solver is expected to bring the skill's method. Do not "
+             "write a policy, standard or playbook file, or an instruction, that restates or paraphrases the "
+             "skill's rules so that reading it is enough; the world holds the facts the rules apply to (records, "
+             "configs, logs, code) and the instruction names the goal and the output. The freeze is refused when "
+             f"instruction.md or a file of environment/ repeats a line of the skill's documents ({docs}) of "
+             f"{QUOTE_MIN_CHARS} or more characters (markup, case and spacing ignored)."),
+    ]
+
+
 def gate_rules(settings: GateSettings, limits: CreatorLimits) -> list[Rule]:
     """Every rule, in the order the gate applies them, then the creator's own limits."""
-    return [*_static(settings), *_runtime(settings), *_robustness(settings, limits), *_creator(limits)]
+    return [*_static(settings), *_runtime(settings), *_robustness(settings, limits), *_creator(limits),
+            *(grounding_rules() if limits.strict else [])]
 
 
 def render_rules(settings: GateSettings, limits: CreatorLimits) -> str:

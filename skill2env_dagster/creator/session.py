@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import tempfile
 import time
@@ -24,8 +25,9 @@ from typing import Any, Protocol
 from skill2env_dagster.atomic import atomic_write_bytes, atomic_write_text
 from skill2env_dagster.catalogue import DifficultyPattern, load_patterns
 from skill2env_dagster.creator.draft import ORDER_TEXT, Draft, RefusalError
+from skill2env_dagster.creator.grounding import quoted_skill_lines, unsourced_numbers
 from skill2env_dagster.creator.lab import Lab, Workbench
-from skill2env_dagster.creator.rules import render_rules
+from skill2env_dagster.creator.rules import MIN_CHEATS, render_rules
 from skill2env_dagster.creator.settings import CreatorLimits
 from skill2env_dagster.creator.skill_view import SkillView
 from skill2env_dagster.creator.tools import describe_report, parse_arguments, tool_specs
@@ -61,9 +63,9 @@ log = logging.getLogger(__name__)
 
 SYSTEM = "creator_system.j2"
 BRIEF = "creator_brief.j2"
-MIN_CHEATS = 2
 WRITE_CHARS = 1_000_000
 TURNS = {"easy": "3-5", "medium": "5-10", "hard": "10-20", "complex": "20+"}
+CHEAT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
 FLAVOURS = {"minimal": "bash, coreutils, grep, sed, mawk", "python": "the same plus python3 and its standard library"}
 GateFn = Callable[[Path], GateReport]
 
@@ -110,6 +112,7 @@ class _State:
     nudges: int = 0
     fails: dict[str, tuple[int, int]] = field(default_factory=dict)  # call signature -> (times, draft revision)
     last_gate: tuple[str, GateReport] | None = None
+    trial_passed: int | None = None  # the draft revision a pre-freeze trial with enough cheats retained
     report: GateReport | None = None  # the final gate's
     submitted: bool = False
 
@@ -352,7 +355,7 @@ class Session:
     def _tool_set_blueprint(self, a: dict[str, Any]) -> Outcome:
         if self.draft.frozen:
             raise RefusalError("refused: the blueprint is part of the grading contract and is frozen")
-        self.blueprint = blueprint_from(a, self.ctx, self.view, self.catalogue)
+        self.blueprint = blueprint_from(a, self.ctx, self.view, self.catalogue, strict=self.limits.strict)
         self.draft.revision += 1
         missing = [p.id for p in self.patterns[:1] if p.id not in {c.pattern for c in self.blueprint.challenges}]
         note = f" (note: the sampled pattern {missing[0]} is not instantiated)" if missing else ""
@@ -361,22 +364,32 @@ class Session:
 
     def _tool_check(self, a: dict[str, Any]) -> Outcome:
         reference = str(a.get("reference_solution") or "")
+        cheats = trial_cheats(a.get("cheats"))
         if not self.draft.frozen:
             ok, text, _ = self._precheck()
             if not reference:
-                return Outcome(text + "\n(mutants, skill-blind baselines and the tamper kit need the Oracle's "
-                               "answer: pass a draft solve.sh as `reference_solution` to run them before the freeze)",
-                               failed=not ok)
+                return Outcome(text + "\n(mutants, skill-blind baselines, your naive cheats and the tamper kit "
+                               "need the Oracle's answer: pass a draft solve.sh as `reference_solution`, and your "
+                               "cheats as `cheats`, to run them before the freeze)", failed=not ok)
             if not ok:
                 return Outcome(text + "\ntrial gate with your reference_solution: not run (fix the above first)",
                                failed=True)
-            report = self._trial(reference)
+            revision = self.draft.revision
+            report = own_cheats_per_metric(self._trial(reference, cheats))
+            retained = report.verdict is GateVerdict.RETAINED
+            enough = len(cheats) >= MIN_CHEATS
+            if retained and enough:
+                self.state.trial_passed = revision
+            note = ("this draft may be frozen now" if retained and enough else
+                    f"the freeze needs a retained trial with at least {MIN_CHEATS} cheats" if retained else
+                    "fix the draft and try again before the freeze")
             return Outcome(f"{text}\n--- the whole gate on a throw-away copy of the draft, your reference_solution "
-                           "as solution/solve.sh (nothing of it was kept; cheats and wrong.sh come after the "
-                           f"freeze):\n{describe_report(report)}", failed=report.verdict is not GateVerdict.RETAINED)
-        if reference:
-            raise RefusalError("refused: reference_solution is for trials before the freeze; write "
-                               "solution/solve.sh now")
+                           f"as solution/solve.sh and {len(cheats)} cheat(s) as solution/cheats/ (nothing of it "
+                           f"was kept; wrong.sh comes after the freeze):\n{describe_report(report)}\n({note})",
+                           failed=not (retained and enough))
+        if reference or cheats:
+            raise RefusalError("refused: reference_solution and cheats are for trials before the freeze; write "
+                               "solution/solve.sh and solution/cheats/<name>.sh now")
         report = self._gate()
         text = describe_report(report)
         if report.verdict is GateVerdict.REJECTED and not repairable(report):
@@ -393,6 +406,14 @@ class Session:
         missing = self.draft.missing_before_freeze()
         if missing:
             raise RefusalError(f"refused: missing {missing} (order: {ORDER_TEXT})")
+        quoted = quoted_skill_lines(self.draft.dir.root, self.view.texts()) if self.limits.strict else []
+        if quoted:
+            raise RefusalError("refused: the world hands over the skill (the solver must bring its method; state "
+                               "the facts, not the skill's rules): " + "; ".join(quoted)[:1500])
+        if self.limits.strict and self.state.trial_passed != self.draft.revision:
+            raise RefusalError("refused: no retained trial of the draft as it is now: `check` with "
+                               f"`reference_solution` and at least {MIN_CHEATS} `cheats` (the naive solvers of the "
+                               "rules) must retain it first; any change to the draft since needs a new trial")
         ok, text, metrics = self._precheck()
         wanted = [c.metric for c in self.blueprint.acceptance]
         if ok and sorted(metrics) != sorted(wanted):
@@ -448,8 +469,9 @@ class Session:
                      + ("ok, every metric 0" if zero else "FAIL: every metric must be 0 (nop_failed)"))
         return ok and zero, "\n".join(lines), sorted(v.metrics)
 
-    def _trial(self, solve_sh: str) -> GateReport:
-        """The whole gate on a copy of the unfrozen draft with a draft reference solution; the copy is removed."""
+    def _trial(self, solve_sh: str, cheats: dict[str, str] | None = None) -> GateReport:
+        """The whole gate on a copy of the unfrozen draft with a draft reference solution and the model's draft
+        cheats; the copy is removed."""
         scratch = Path(tempfile.mkdtemp(prefix=".trial-", dir=self.draft.dir.root.parent))
         try:
             copy = scratch / self.draft.dir.root.name
@@ -458,6 +480,11 @@ class Session:
             script = copy / "solution" / "solve.sh"
             script.write_text(solve_sh, encoding="utf-8")
             script.chmod(0o755)
+            for name, body in (cheats or {}).items():
+                cheat = copy / "solution" / "cheats" / f"{name}.sh"
+                cheat.parent.mkdir(exist_ok=True)
+                cheat.write_text(body, encoding="utf-8")
+                cheat.chmod(0o755)
             self.state.gate_runs += 1
             report = self.gate(copy)
         finally:
@@ -532,6 +559,18 @@ class Session:
                              self.flavour(), run)
 
 
+def trial_cheats(value: Any) -> dict[str, str]:
+    """`check`'s `cheats` argument: name -> bash script; RefusalError naming what is wrong."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise RefusalError("refused: `cheats` is an object mapping a name to a bash script")
+    bad = [k for k in value if not CHEAT_NAME.match(k.removesuffix(".sh"))]
+    if bad:
+        raise RefusalError(f"refused: cheat names {bad[:5]} must match {CHEAT_NAME.pattern} (without .sh)")
+    return {k.removesuffix(".sh"): v for k, v in value.items()}
+
+
 def own_cheats_per_metric(report: GateReport) -> GateReport:
     """The harness's rule on the model's own cheats (stated in its prompt): judged metric by metric like the
     skill-blind baselines, not only by the gate's mean. A blind reviewer found a creator's cheat earning 0.65 on one
@@ -548,16 +587,24 @@ def own_cheats_per_metric(report: GateReport) -> GateReport:
                                      "checks": [*report.checks, check]})
 
 
-def blueprint_from(a: dict[str, Any], ctx: CreationContext, view: SkillView,
-                   patterns: list[DifficultyPattern]) -> TaskBlueprint:
-    """The stored contract from set_blueprint's arguments; RefusalError listing every problem found."""
+def blueprint_from(a: dict[str, Any], ctx: CreationContext, view: SkillView, patterns: list[DifficultyPattern],
+                   *, strict: bool = True) -> TaskBlueprint:
+    """The stored contract from set_blueprint's arguments; RefusalError listing every problem found. `strict`: a
+    rule's numbers must be in the lines it cites (creator/grounding.py)."""
     problems: list[str] = []
     preds: list[Predicate] = []
     for i, r in enumerate(a.get("rules") or []):
         try:
             ref = view.cite(str(r.get("source", "")))
+            invented = unsourced_numbers(str(r.get("statement", "")), view.cited_text(str(r.get("source", "")))) \
+                if strict else []
         except ValueError as e:
             problems.append(f"rule {i + 1}: {e}")
+            continue
+        if invented:
+            problems.append(f"rule {i + 1}: the number(s) {', '.join(invented)} are not in "
+                            f"{r.get('source')}: a deciding rule is the skill's own, so cite the lines that state "
+                            "them, or leave them out of the rule")
             continue
         try:
             preds.append(Predicate(id=f"R{i + 1}", kind=r.get("kind", "format"), subject=str(r.get("statement"))[:200],

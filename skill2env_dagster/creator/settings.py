@@ -38,6 +38,11 @@ class CreatorLimits(BaseModel):
     view_chars: int = Field(default=60_000, ge=4000, description="Characters of the numbered skill files shown "
                             "up front; the rest is read with `read_skill`.")
     temperature: float = Field(default=0.2, ge=0, le=2)
+    strict: bool = Field(default=True, description="The harness rules that keep a task about its skill (stated in "
+                         "the prompt, creator/rules.py): the freeze needs a retained pre-freeze trial with the "
+                         "model's naive cheats on the draft as it is, the world may not repeat the skill's lines, "
+                         "and a blueprint rule's numbers must be in the lines it cites. Off only to replay "
+                         "transcripts recorded before them.")
 
 
 def limits_from_env(env: Mapping[str, str] | None = None) -> CreatorLimits:

@@ -103,8 +103,7 @@ class SkillView:
         more = f" (lines {first}-{last} of {len(f.lines)})" if (first, last) != (1, len(f.lines)) else ""
         return f"=== {path}{more}\n{numbered(f.lines[first - 1:last], first)}"
 
-    def cite(self, citation: str) -> SourceRef:
-        """`path:line` or `path:first-last` of any text file; ValueError naming what does not exist."""
+    def _span(self, citation: str) -> tuple[str, list[str], int, int]:
         m = _CITATION.match(citation)
         if not m:
             raise ValueError(f"citation {citation!r} is not path:line or path:first-last")
@@ -115,5 +114,19 @@ class SkillView:
             raise ValueError(f"citation {citation!r}: no text file {path!r} in the skill")
         if not 1 <= first <= last <= len(f.lines):
             raise ValueError(f"citation {citation!r}: {path} has lines 1-{len(f.lines)}")
-        line = next((n for n in range(first, last + 1) if f.lines[n - 1].strip()), first)
-        return SourceRef(file=path, line=line, quote=f.lines[line - 1].strip()[:200])
+        return path, f.lines, first, last
+
+    def cite(self, citation: str) -> SourceRef:
+        """`path:line` or `path:first-last` of any text file; ValueError naming what does not exist."""
+        path, lines, first, last = self._span(citation)
+        line = next((n for n in range(first, last + 1) if lines[n - 1].strip()), first)
+        return SourceRef(file=path, line=line, quote=lines[line - 1].strip()[:200])
+
+    def cited_text(self, citation: str) -> str:
+        """The cited lines themselves (a valid citation, see `cite`)."""
+        _, lines, first, last = self._span(citation)
+        return "\n".join(lines[first - 1:last])
+
+    def texts(self) -> dict[str, list[str]]:
+        """Every readable text file's lines, by path (licences left out)."""
+        return {f.path: f.lines for f in self.files if f.lines is not None and not is_licence(f.path)}

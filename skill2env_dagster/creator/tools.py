@@ -85,14 +85,21 @@ def tool_specs(patterns: list[str]) -> list[dict[str, Any]]:
         _fn("check", "Run the gate's own stages on the draft and show their evidence. Before the freeze: the "
             "static checks, the image build and the no-op (your verifier on the untouched world); with "
             "`reference_solution`, also the whole gate on a throw-away copy of the draft with that script as "
-            "solution/solve.sh (Oracle, mutants, skill-blind baselines, tamper kit), so that a weak verifier is "
+            "solution/solve.sh and your `cheats` (Oracle, mutants, skill-blind baselines, your cheats, tamper kit), "
+            "so that a weak verifier is "
             "found while tests/ can still change. After the freeze: the whole gate (Oracle, no-op, wrong.sh, "
             "mutants, skill-blind baselines, your cheats, the tamper kit).",
             {"reference_solution": _str("Before the freeze only: a draft of solution/solve.sh (a bash script) to "
                                         "try the whole gate with. Not kept: after the freeze write "
-                                        "solution/solve.sh itself.")}, []),
+                                        "solution/solve.sh itself."),
+             "cheats": {"type": "object", "additionalProperties": {"type": "string"},
+                        "description": "Before the freeze only, with reference_solution: your naive solvers, name "
+                                       "-> bash script, run as solution/cheats/<name>.sh and judged per metric. "
+                                       "Not kept: after the freeze write them as solution/cheats/<name>.sh."}}, []),
         _fn("freeze", "Close environment/, instruction.md and tests/ for good. Refused unless the blueprint is "
-            "set, the static checks pass, and the no-op scores 0 on exactly the blueprint's metrics.", {}, []),
+            "set, the static checks pass, the no-op scores 0 on exactly the blueprint's metrics, the world does "
+            "not repeat the skill's lines and (when required) a trial `check` with your cheats retained the draft "
+            "as it is.", {}, []),
         _fn("submit", "Hand the task to the final gate (needs the freeze, solution/solve.sh and at least two "
             "cheats). Retained: done. A solution bug (Oracle or wrong.sh) is shown back for repair; any other "
             "rejection ends this candidate.", {}, []),

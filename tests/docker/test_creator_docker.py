@@ -41,7 +41,10 @@ def _create(examples_dir: Path, tmp_path: Path, weak_first: bool):
     settings = GateSettings(run_id=RUN_ID)
     with FakeOpenAI(lambda body: creator_reply(body, weak_first=weak_first, trial=True)) as srv:
         chat = ToolChat(LLMConfig(base_url=srv.base_url, model="scripted", cache_dir=""))
-        agent = CreatorAgent(chat, "scripted", "pv", DockerLab(settings), settings, CreatorLimits(max_candidates=2))
+        # The weak script freezes its weak verifier although its trial rejects it: only a harness with the trial
+        # requirement off lets it (tests/unit covers the refused freeze); this covers the final gate's replacement.
+        limits = CreatorLimits(max_candidates=2, strict=not weak_first)
+        agent = CreatorAgent(chat, "scripted", "pv", DockerLab(settings), settings, limits)
         result, reports = create_tasks_for_skill(ArtifactStore(tmp_path / "store"), skill, plans, axes, agent,
                                                  lambda p: gate_task(p, settings), load_base_images(),
                                                  CreationSettings(max_variants=1))

@@ -56,8 +56,10 @@ def test_a_recorded_transcript_is_retained_again(path, corpus_dir, docker_client
                        t["task_name"])
     settings = GateSettings(run_id=RUN_ID)
     chat = ReplayChat(t, pins)
+    # Recorded before the freeze needed a retained trial with the model's cheats (creator4): replayed under the
+    # harness they were recorded with; the trial rule itself is tested with the scripted model.
     agent = CreatorAgent(chat, "replay", "pv", DockerLab(settings), settings,
-                         CreatorLimits(max_candidates=len(t["candidates"])))
+                         CreatorLimits(max_candidates=len(t["candidates"]), strict=False))
     bundle, report = create_task(ArtifactStore(tmp_path / "store"), ctx, agent, lambda p: gate_task(p, settings),
                                  CreationSettings())
     assert [r.turns for r in bundle.creator] == t["recorded"]["turns"]

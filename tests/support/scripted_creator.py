@@ -3,7 +3,7 @@
 The script for `examples/skillhub/log-triage-awk` builds "the 5xx endpoints with the query string removed"
 (SKILL.md:22-23) and walks the whole loop: the blueprint and the world, a solution written too early (refused),
 the instruction, tests and rubric, a self-check in the workbench, the gate's pre-freeze check (with
-`trial=True`, the whole gate on a copy with the reference solution), the freeze, an edit
+`trial=True`, the default, the whole gate on a copy with the reference solution and the cheats), the freeze, an edit
 of test.sh after it (refused), a wrong first solve.sh (the final gate's Oracle fails: a solution repair), the fix,
 the whole gate, submit. `weak_first=True` makes the first candidate's verifier blind to the counts (the gate
 rejects it after the freeze: verifier_insensitive), so a second candidate, shown that evidence, starts from
@@ -118,7 +118,7 @@ def _source(body: dict[str, Any]) -> str:
     return "SKILL.md:22-23" if "Top failing endpoints" in brief else "SKILL.md:1"
 
 
-def script(body: dict[str, Any], weak: bool, trial: bool = False) -> list[list[tuple[str, dict[str, Any]]]]:
+def script(body: dict[str, Any], weak: bool, trial: bool = True) -> list[list[tuple[str, dict[str, Any]]]]:
     blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": _pattern(body)}],
                  "rules": [{**BLUEPRINT["rules"][0], "source": _source(body)}]}
     test_sh = WEAK_TEST_SH if weak else TEST_SH
@@ -132,7 +132,7 @@ def script(body: dict[str, Any], weak: bool, trial: bool = False) -> list[list[t
          ("write_file", {"path": "tests/expected.csv", "content": EXPECTED}),
          ("write_file", {"path": "tests/rubric.md", "content": RUBRIC}),
          ("run", {"command": HONEST})],
-        [("check", {"reference_solution": SOLVE} if trial else {}), ("freeze", {})],
+        [("check", {"reference_solution": SOLVE, "cheats": CHEATS} if trial else {}), ("freeze", {})],
         [("write_file", {"path": "tests/test.sh", "content": TEST_SH + "# more\n"}),  # frozen: refused
          ("write_file", {"path": "solution/solve.sh", "content": BROKEN}),
          *[("write_file", {"path": f"solution/cheats/{n}.sh", "content": c}) for n, c in CHEATS.items()],
@@ -141,10 +141,11 @@ def script(body: dict[str, Any], weak: bool, trial: bool = False) -> list[list[t
     ]
 
 
-def creator_reply(body: dict[str, Any], weak_first: bool = False, trial: bool = False) -> dict[str, Any]:
+def creator_reply(body: dict[str, Any], weak_first: bool = False, trial: bool = True) -> dict[str, Any]:
     """The next turn for a request of the creator agent (see module docstring). Only turns that sent tool calls
     count, so a turn lost to a fault (a malformed or off-schema reply) is sent again. `trial`: the pre-freeze check
-    also runs the whole gate with the reference solution."""
+    also runs the whole gate with the reference solution and the cheats (the harness's default needs it before
+    the freeze)."""
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant" and m.get("tool_calls"))
     retry = "A previous candidate" in body["messages"][1]["content"]
     turns = script(body, weak=weak_first and not retry, trial=trial)

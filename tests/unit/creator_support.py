@@ -38,6 +38,8 @@ TASK = {
 }
 SOLVE = "#!/bin/bash\nmkdir -p /app/out && echo '/api/checkout,1' > /app/out/failing.csv\n"
 CHEATS = {"solution/cheats/empty.sh": "#!/bin/bash\ntrue\n", "solution/cheats/all.sh": "#!/bin/bash\ntrue\n"}
+TRIAL = ("check", {"reference_solution": SOLVE,
+                   "cheats": {p.removeprefix("solution/cheats/").removesuffix(".sh"): c for p, c in CHEATS.items()}})
 BLUEPRINT = {"objective": "List the 5xx endpoints without their query strings, counted.",
              "rules": [{"source": "SKILL.md:22-23", "kind": "format", "statement": "Group 5xx by path."}],
              "metrics": [{"name": m, "checks": m} for m in METRICS],
@@ -52,9 +54,10 @@ def writes(files: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def build_and_freeze(pattern: str) -> list[Turn]:
-    """The turns up to a freeze: blueprint and every pre-freeze file, then the freeze."""
+    """The turns up to a freeze: blueprint and every pre-freeze file, then the trial with the naive cheats (the
+    freeze needs it) and the freeze."""
     blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": pattern}]}
-    return [[("set_blueprint", blueprint), *writes(TASK)], [("freeze", {})]]
+    return [[("set_blueprint", blueprint), *writes(TASK)], [TRIAL, ("freeze", {})]]
 
 
 def solved() -> list[tuple[str, dict[str, Any]]]:
@@ -132,12 +135,17 @@ def report(verdict: GateVerdict, failing: str = "", reason: ReasonCode | None = 
 
 
 class FakeGate:
-    """Answers each call with the next prepared report (the last one repeats)."""
+    """Answers each gate of a frozen draft with the next prepared report (the last one repeats), and each
+    pre-freeze trial (a throw-away copy in a `.trial-` folder) with `trial` (default: retained)."""
 
-    def __init__(self, *reports: GateReport) -> None:
+    def __init__(self, *reports: GateReport, trial: GateReport | None = None) -> None:
         self.reports, self.calls = list(reports) or [report(GateVerdict.RETAINED)], 0
+        self.trial, self.trials = trial or report(GateVerdict.RETAINED), 0
 
     def __call__(self, task_dir: Path) -> GateReport:
+        if task_dir.parent.name.startswith(".trial-"):
+            self.trials += 1
+            return self.trial
         r = self.reports[min(self.calls, len(self.reports) - 1)]
         self.calls += 1
         return r

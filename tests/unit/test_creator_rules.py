@@ -86,3 +86,21 @@ def test_the_battery_rule_names_every_baseline_and_what_it_keeps_of_the_oracles_
         assert phrase in text, phrase
     assert "skill-blind" not in system_prompt(GateSettings(blind_baselines=False), CreatorLimits()).split(
         "## The gate's rules")[1].lower().split("tamper kit")[0]
+
+
+def test_the_naive_cheats_and_the_grounding_rules_are_stated_when_enforced():
+    """Review of run 2: naive scripts half-satisfied F1-style metrics and policy docs restated the skill. The kinds of
+    naive solvers, the trial before the freeze and both grounding refusals are stated exactly when the harness
+    enforces them (CreatorLimits.strict)."""
+    from skill2env_dagster.creator.rules import NAIVE_KINDS
+
+    strict = system_prompt(GateSettings(), CreatorLimits())
+    for name, _ in NAIVE_KINDS:
+        assert name in strict
+    for text in ("The freeze is refused until `check` with `reference_solution` and at least 2 `cheats`",
+                 "a number that its cited lines do not", "repeats a line of the skill's documents"):
+        assert text in strict
+    replay = system_prompt(GateSettings(), CreatorLimits(strict=False))
+    for text in ("The freeze is refused until", "a number that its cited lines do not",
+                 "repeats a line of the skill's documents"):
+        assert text not in replay

@@ -31,6 +31,7 @@ from tests.unit.creator_support import (
     SHORTCUT,
     SOLVE,
     TASK,
+    TRIAL,
     FakeGate,
     FakeLab,
     ScriptedChat,
@@ -90,7 +91,7 @@ def test_the_whole_loop_refuses_out_of_order_writes_and_edits_after_the_freeze(c
     assert (task / "instruction.md").read_text() == TASK["instruction.md"]
     assert b.metrics == ["endpoints_correct", "list_exact"] and b.blueprint is not None
     assert b.blueprint.predicates[0].source.label == "SKILL.md:22" and b.freeze_hash.startswith("sha256:")
-    assert lab.noops == 1  # the freeze ran the no-op
+    assert lab.noops == 2  # the trial check and the freeze ran the no-op
     trajectory = AtifTrajectory.model_validate_json(Path(run.trajectory).read_text())
     assert trajectory.extra["status"] == "retained" and trajectory.final_metrics.total_prompt_tokens == 4000
 
@@ -101,7 +102,9 @@ def test_the_freeze_is_refused_until_the_draft_is_ready(ctx, tmp_path):
     b, _, _, _ = author(ctx, tmp_path, turns, lab=lab, limits=CreatorLimits(max_turns=3, max_candidates=1))
     results = tool_results(b)
     assert results[0].startswith("refused: set_blueprint before the freeze")
-    assert "FAIL: every metric must be 0 (nop_failed)" in results[-1]
+    assert "FAIL: every metric must be 0 (nop_failed)" in results[-2]  # the trial check: not run
+    assert "trial gate with your reference_solution: not run" in results[-2]
+    assert results[-1].startswith("refused: no retained trial of the draft as it is now")
     assert b.status == "rejected" and b.reasons == [ReasonCode.CREATOR_BUDGET_EXHAUSTED]
     assert "not frozen" in b.evidence[0] and not b.creator[0].frozen
 
@@ -215,7 +218,7 @@ def test_the_replacement_sees_every_file_of_the_rejected_tests_and_the_cheat_tha
     blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": pattern(ctx)}]}
     first = [[("set_blueprint", blueprint), *writes({**TASK, "tests/grade.py": grade,
                                                      "tests/expected.json": "[1]"})],
-             [("freeze", {})], [*solved(), ("submit", {})]]
+             [TRIAL, ("freeze", {})], [*solved(), ("submit", {})]]
     caught = ShortcutAttempt(kind=AttemptKind.CHEAT, name="cheats/all.sh", family="cheat", verdict=CheckVerdict.FAIL,
                              reason=ReasonCode.SHORTCUT_PASSED, metrics={"list_exact": 0.6}, mean=0.6)
     rejected = SHORTCUT.model_copy(update={"cheats": [caught]})
@@ -247,28 +250,78 @@ def test_the_difficulty_pattern_list_is_the_same_in_every_conversation(ctx, exam
 
 def test_before_the_freeze_a_draft_reference_runs_the_whole_gate_on_a_throw_away_copy(ctx, tmp_path):
     """Seen with a capable model: the skill-blind baselines (which need the Oracle's answer) first showed up as the
-    rejection after the freeze. Now `check` takes a draft solve.sh before it and runs the whole gate."""
-    seen: list[tuple[Path, str, bool]] = []
+    rejection after the freeze. Now `check` takes a draft solve.sh (and the model's naive cheats) before it and runs
+    the whole gate; the freeze needs such a trial, with the cheats, to have retained the draft as it is."""
+    seen: list[tuple[Path, str, bool, list[str]]] = []
 
     def gate(task_dir: Path):
         solve = task_dir / "solution" / "solve.sh"
-        seen.append((task_dir, solve.read_text(), os.access(solve, os.X_OK)))
+        cheats = sorted(p.name for p in (task_dir / "solution" / "cheats").glob("*.sh"))
+        seen.append((task_dir, solve.read_text(), os.access(solve, os.X_OK), cheats))
         return SHORTCUT if len(seen) == 1 else RETAINED
 
     blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": pattern(ctx)}]}
     turns = [[("set_blueprint", blueprint), *writes(TASK), ("check", {"reference_solution": SOLVE})],
-             [("freeze", {}), ("check", {"reference_solution": SOLVE})], [*solved(), ("submit", {})]]
+             [("freeze", {})],
+             [("check", {"reference_solution": SOLVE, "cheats": {"all": "#!/bin/bash\ntrue\n"}}), ("freeze", {})],
+             [TRIAL, ("freeze", {}), ("check", {"reference_solution": SOLVE})], [*solved(), ("submit", {})]]
     b, _, _, _ = author(ctx, tmp_path, turns, gate=gate)
-    results = tool_results(b)
-    trial = results[len(TASK) + 1]
+    results = tool_results(b)[len(TASK) + 1:]
+    trial = results[0]
     assert "no-op (test.sh on the untouched environment)" in trial and "the whole gate on a throw-away copy" in trial
-    assert "FAIL mutants (shortcut_passed)" in trial
-    assert seen[0][1:] == (SOLVE, True) and not seen[0][0].exists()  # the copy is gone
-    assert results[len(TASK) + 3].startswith("refused: reference_solution is for trials before the freeze")
-    assert b.status == "retained" and b.creator[0].gate_runs == 4  # no-op, trial, the freeze's no-op, final gate
+    assert "FAIL mutants (shortcut_passed)" in trial and "fix the draft and try again before the freeze" in trial
+    assert seen[0][1:] == (SOLVE, True, []) and not seen[0][0].exists()  # the copy is gone
+    assert results[1].startswith("refused: no retained trial of the draft as it is now")
+    assert "the freeze needs a retained trial with at least 2 cheats" in results[2]  # one cheat is not enough
+    assert results[3].startswith("refused: no retained trial")
+    assert "this draft may be frozen now" in results[4] and seen[2][3] == ["all.sh", "empty.sh"]
+    assert results[5].startswith("frozen (sha256:")
+    assert results[6].startswith("refused: reference_solution and cheats are for trials before the freeze")
+    # no-op + trial, freeze refused, no-op + trial, freeze refused, no-op + trial, the freeze's no-op, final gate
+    assert b.status == "retained" and b.creator[0].gate_runs == 8
     plain = [[("set_blueprint", blueprint), *writes(TASK), ("check", {})]]
     b2, _, _, _ = author(ctx, tmp_path / "2", plain, limits=CreatorLimits(max_candidates=1, max_turns=2, nudges=0))
-    assert "pass a draft solve.sh as `reference_solution`" in tool_results(b2)[-1]
+    assert "pass a draft solve.sh as `reference_solution`, and your cheats as `cheats`" in tool_results(b2)[-1]
+
+
+def test_a_naive_cheat_half_satisfying_a_metric_in_the_trial_keeps_the_draft_open(ctx, tmp_path):
+    """The trial judges the model's cheats metric by metric, as the final gate does: a condition-dropping cheat at
+    0.6 on one metric (mean 0.3) fails the trial, so the freeze stays refused and tests/ can still be fixed."""
+    half = ShortcutAttempt(kind=AttemptKind.CHEAT, name="cheats/all.sh", family="cheat", verdict=CheckVerdict.PASS,
+                           metrics={"endpoints_correct": 0.6, "list_exact": 0.0}, mean=0.3)
+    gate = FakeGate(trial=RETAINED.model_copy(update={"cheats": [half]}))
+    b, _, _, _ = author(ctx, tmp_path, build_and_freeze(pattern(ctx)), gate=gate,
+                        limits=CreatorLimits(max_candidates=1, max_turns=2))
+    results = tool_results(b)
+    assert "FAIL cheats_per_metric (shortcut_passed): cheats/all.sh: endpoints_correct=0.6" in results[-2]
+    assert results[-1].startswith("refused: no retained trial") and not b.creator[0].frozen
+
+
+def test_a_world_that_quotes_the_skill_is_not_frozen(ctx, tmp_path):
+    """Blind review: environments with a policy doc quoting the skill (reading it is enough). A line of the skill's
+    documents of 40+ characters repeated in the world (markup and case aside) refuses the freeze, naming it."""
+    skill_line = next(ln for ln in (Path(ctx.skill.abs_path) / "SKILL.md").read_text().splitlines()
+                      if len(ln.strip()) > 60 and not ln.startswith(("---", "name:", "description:")))
+    policy = {"environment/app/POLICY.md": f"# Team policy\n\n> **{skill_line.strip().upper()}**\n"}
+    turns = [[*build_and_freeze(pattern(ctx))[0][0:1], *writes({**TASK, **policy})], [TRIAL, ("freeze", {})],
+             [("delete_file", {"path": "environment/app/POLICY.md"}), TRIAL, ("freeze", {})]]
+    b, _, _, _ = author(ctx, tmp_path, turns, limits=CreatorLimits(max_candidates=1, max_turns=3))
+    results = tool_results(b)
+    refusal = next(r for r in results if r.startswith("refused: the world hands over the skill"))
+    assert "environment/app/POLICY.md repeats SKILL.md:" in refusal
+    assert b.creator[0].frozen
+
+
+def test_a_blueprint_rule_with_an_invented_number_is_refused(ctx, tmp_path):
+    """A deciding rule is the skill's own: a number its cited lines do not state (an invented threshold) refuses
+    set_blueprint, naming it."""
+    invented = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": pattern(ctx)}],
+                "rules": [{"source": "SKILL.md:22-23", "kind": "format",
+                           "statement": "Group 5xx by path; an endpoint with 17 or more errors is critical."}]}
+    b, _, _, _ = author(ctx, tmp_path, [[("set_blueprint", invented)]],
+                        limits=CreatorLimits(max_candidates=1, max_turns=2, nudges=0))
+    result = tool_results(b)[0]
+    assert result.startswith("refused: blueprint not set: rule 1: the number(s) 17 are not in SKILL.md:22-23")
 
 
 @pytest.mark.parametrize(("metrics", "status"), [({"endpoints_correct": 0.65, "list_exact": 0.0}, "rejected"),
