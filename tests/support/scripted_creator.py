@@ -119,8 +119,12 @@ def _source(body: dict[str, Any]) -> str:
 
 
 def script(body: dict[str, Any], weak: bool, trial: bool = True) -> list[list[tuple[str, dict[str, Any]]]]:
+    source = _source(body)
+    rule = {**BLUEPRINT["rules"][0], "source": source}
+    if source == "SKILL.md:1":  # not log-triage's rule: a statement with no number the first line lacks
+        rule["statement"] = "Follow the skill's procedure (this scripted model cites only the skill's first line)."
     blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": _pattern(body)}],
-                 "rules": [{**BLUEPRINT["rules"][0], "source": _source(body)}]}
+                 "rules": [rule]}
     test_sh = WEAK_TEST_SH if weak else TEST_SH
     return [
         [("set_blueprint", blueprint),
