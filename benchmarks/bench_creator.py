@@ -42,9 +42,11 @@ from skill2env_dagster.gates.base_images import load_base_images
 from skill2env_dagster.gates.runner import gate_task
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.llm import LLMConfig
+from skill2env_dagster.llm.client import LLMClient
 from skill2env_dagster.llm.tools import ToolChat
+from skill2env_dagster.models.plan import WorkflowPlanSet
 from skill2env_dagster.models.task import TaskBundleSet
-from skill2env_dagster.planning import plan_offline, sample_axes
+from skill2env_dagster.planning import plan_offline, plan_with_llm, sample_axes
 from skill2env_dagster.skillhub.crawl import crawl_paths
 from skill2env_dagster.store import ArtifactStore
 from skill2env_dagster.tasks.pipeline import CreationSettings, create_tasks_for_skill
@@ -77,9 +79,31 @@ def start_relay(queue: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError(f"relay on {queue} did not start")
 
 
+def llm_config(base_url: str, model: str, limits: CreatorLimits) -> LLMConfig:
+    return LLMConfig(base_url=base_url, model=model, timeout=WAIT + 60, max_retries=1, cache_dir="",
+                     max_tokens=limits.max_tokens_per_turn)
+
+
+def plans_for(skill: Any, args: argparse.Namespace, base_url: str, out: Path,
+              limits: CreatorLimits) -> WorkflowPlanSet:
+    """The workflows the creator is briefed with: the product's model planner through the same endpoint (what a
+    user with a model gets; `--planner model`), or the offline planner, which since issue 25 plans only skills
+    with a rule it can compile. Kept in OUT/plans/ (the transcript export reads them)."""
+    path = out / "plans" / f"{skill.skill_id}.json"
+    if path.is_file():
+        return WorkflowPlanSet.model_validate_json(path.read_text())
+    if args.planner == "model":
+        plans = plan_with_llm(skill, LLMClient(llm_config(base_url, args.model, limits)), prompt_version="bench",
+                              model=args.model)
+    else:
+        plans = plan_offline(skill, prompt_version="bench")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(plans.model_dump_json(indent=1))
+    return plans
+
+
 def creator(base_url: str, model: str, settings: GateSettings, limits: CreatorLimits) -> CreatorAgent:
-    config = LLMConfig(base_url=base_url, model=model, timeout=WAIT + 60, max_retries=1, cache_dir="",
-                       max_tokens=limits.max_tokens_per_turn)
+    config = llm_config(base_url, model, limits)
     version = creator_prompts_version({**config.fingerprint(), "creator": limits.model_dump()})
     return CreatorAgent(ToolChat(config), model, version, lambda: DockerLab(settings), settings, limits)
 
@@ -90,7 +114,7 @@ def run_skill(folder: Path, args: argparse.Namespace, base_url: str, out: Path, 
     done = out / "bundles" / f"{skill.skill_id}.json"
     if done.is_file():  # a re-run resumes: finished skills are kept as they are
         return {"skill": skill.skill_id, "folder": str(folder), "resumed": True}
-    plans = plan_offline(skill, prompt_version="bench")
+    plans = plans_for(skill, args, base_url, out, limits)
     axes = sample_axes(plans)
     axes = axes.model_copy(update={"samples": axes.samples[: args.variants]})
     gen = creator(base_url, args.model, settings, limits)
@@ -103,7 +127,8 @@ def run_skill(folder: Path, args: argparse.Namespace, base_url: str, out: Path, 
     for b in result.retained():
         shutil.copytree(b.path, out / "retained" / b.task_name, dirs_exist_ok=True)
     return {"skill": skill.skill_id, "folder": str(folder), "seconds": round(time.perf_counter() - start, 1),
-            "usage": result.usage.model_dump()}
+            "usage": result.usage.model_dump(), "planner_usage": plans.usage.model_dump(),
+            "workflows": len(plans.workflows)}
 
 
 def _stats(values: list[float]) -> str:
@@ -127,6 +152,8 @@ def report(out: Path) -> dict[str, Any]:
     usage_calls = sum(s.usage.calls for s in sets)
     usage_tokens = sum(s.usage.prompt_tokens + s.usage.completion_tokens for s in sets)
     n_ret = max(1, len(retained))
+    rows = json.loads((out / "skills.json").read_text()) if (out / "skills.json").is_file() else []
+    planner_calls = sum(r.get("planner_usage", {}).get("calls", 0) for r in rows)
     figures = {
         "skills": len(sets), "created": len(bundles), "retained": len(retained),
         "retained_share": round(len(retained) / max(1, len(bundles)), 3),
@@ -135,6 +162,7 @@ def report(out: Path) -> dict[str, Any]:
         "stops": dict(Counter(r.stop for r in runs)),
         "model_calls": usage_calls, "tokens": usage_tokens,
         "round_trips_per_retained": round(usage_calls / n_ret, 2),
+        "planner_calls": planner_calls,  # one per skill with --planner model, not in the creation figures above
         "tokens_per_retained": round(usage_tokens / n_ret),
         "wall_seconds_per_retained": round(sum(secs) / n_ret, 1) if runs else None,
         "per_variant_turns": _stats([float(t) for t in turns]),
@@ -160,7 +188,9 @@ def export_transcripts(out: Path, dest: Path, only: list[str]) -> None:
         bundles = TaskBundleSet.model_validate_json(path.read_text())
         row = rows[bundles.skill_id]
         (skill,) = [r for r in crawl_paths([Path(row["folder"])]).records if r.skill_file]
-        plans = plan_offline(skill, prompt_version="bench")
+        stored = out / "plans" / f"{skill.skill_id}.json"
+        plans = WorkflowPlanSet.model_validate_json(stored.read_text()) if stored.is_file() else plan_offline(
+            skill, prompt_version="bench")
         samples = {(s.workflow, s.variant): s for s in sample_axes(plans).samples}
         workflows = {w.name: w for w in plans.workflows}
         for b in bundles.retained():
@@ -197,6 +227,8 @@ def main() -> None:
     ap.add_argument("--skills", nargs="+", default=list(SKILLS), help="folders under ../shared/corpus/skills")
     ap.add_argument("--corpus", type=Path, default=SHARED / "corpus" / "skills")
     ap.add_argument("--variants", type=int, default=2)
+    ap.add_argument("--planner", choices=("model", "offline"), default="model",
+                    help="workflows from the model (one planning request per skill, first in its queue) or offline")
     ap.add_argument("--concurrency", type=int, default=6)
     ap.add_argument("--relay-root", type=Path, help="start one relay per skill under this folder")
     ap.add_argument("--base-url", default="", help="an OpenAI-compatible endpoint instead of relays")
