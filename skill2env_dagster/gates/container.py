@@ -466,7 +466,7 @@ class Trial:
         every process it does not keep, a second reaper's shell included (a command's watchdog and a rollout's
         deadline can fire together)."""
         with self._reaping:
-            return self.sh(REAP + '[ "${left:-0}" = 0 ] && echo reaped', timeout)
+            return self.sh(REAP + '[ "${left:-0}" = 0 ] && echo reaped || echo "still alive: $s2e_why"', timeout)
 
     def reap_or_kill(self) -> None:
         """Stop every agent process; kill the container when even that fails (the files stay readable)."""

@@ -13,28 +13,55 @@ wherever a task's own lines are read (leak, tool and contamination checks; what 
 
 from __future__ import annotations
 
-# Kill every process not in $keep, in rounds: SIGSTOP to all (kill -1 spares only init and this shell), then
-# SIGKILL each one by pid, until a round finds nothing left to kill; then SIGCONT what was kept. One round is not
-# enough: a process caught in fork() by the SIGSTOP gives birth to a running child, which forks on. Zombies count
-# as left, so the rounds also wait until init has collected the dead, which hold their pids until then (whatever
-# runs next, the verifier, could not fork under the pids limit). This ends setsid'd daemons, double forks and fork
-# bombs alike: they all live in the container's PID namespace. Only shell builtins are used (no `set --` either:
-# callers' "$@" must survive), so the reaper needs no fork and works with a full process table. $left is 0 when
-# all are gone.
-REAP_ROUNDS = """round=0
+# Builtins that read /proc/<pid>/stat: s2e_s its state, s2e_pp its parent, s2e_t its start time (empty/0 when gone).
+# (Field 2, the command name, may hold spaces and parentheses: the fields are read after its last ") ".)
+_STAT = """s2e_st() { s2e_s=$1; s2e_pp=$2; s2e_t=${20}; }
+s2e_info() { s2e_s=; s2e_pp=0; s2e_t=0; read -r s2e_l 2>/dev/null < "/proc/$1/stat" && s2e_st ${s2e_l##*) } || :; }
+"""
+
+# Kill every process not in $keep until a pass over /proc finds none of them alive, then SIGCONT what was kept.
+# Each pass sends SIGSTOP to all (kill -1 spares only init and this shell), then SIGKILL to each one that is not
+# dead yet. The end is a checked fixed point, not a number of passes: a pass that finds no process alive ends it,
+# because only a live process can fork (what was stopped at the pass's start cannot; a child a fork in flight gave
+# birth to is alive, and found by the next pass). A process that got SIGKILL counts as alive until it has exited:
+# a write it had begun in the kernel could still land. Once dead (a zombie whose threads are all gone: a leader
+# that called pthread_exit shows Z while its other threads run on) it counts no more, except a zombie
+# that pid 1 collects when pid 1 is an init program (docker run --init): the reaper waits for init to take it
+# (a fork bomb's dead would otherwise hold the pids limit against the verifier). The zombie of a `docker exec`
+# (parent 0: the engine's shim, outside the container, collects it when the host schedules it) and a zombie of a
+# kept parent are dead and not waited for: waiting on the host's scheduler made the old fixed count of 400 passes
+# run out under load (issue 27). A pass costs no fork (builtins only; no `set --` either: callers' "$@" must
+# survive), so the reaper works with a full process table. Only a process that still lives after REAP_SECONDS
+# (e.g. stuck in the kernel) ends it early: then $left > 0 and $s2e_why lists what is left ("pid state ppid
+# (name)"); else $left is 0.
+REAP_SECONDS = 8
+_ROUNDS = """s2e_c1=; read -r s2e_c1 2>/dev/null < /proc/1/comm || :
+case "$s2e_c1" in docker-init|tini|dumb-init|catatonit|init) s2e_ri=1;; *) s2e_ri=0;; esac
+read -r s2e_now s2e_l 2>/dev/null < /proc/uptime || s2e_now=0
+s2e_end=$((${s2e_now%.*}+""" + str(REAP_SECONDS) + """))
 left=1
-while [ $left -gt 0 ] && [ $round -lt 400 ]; do
+while [ $left -gt 0 ]; do
   kill -s STOP -1 2>/dev/null || :
-  left=0
+  left=0; s2e_why=
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
     case "$keep" in *" $p "*) continue;; esac
-    kill -s KILL "$p" 2>/dev/null && left=$((left+1))
+    s2e_info "$p"
+    case "$s2e_s" in ""|X) continue;; esac
+    kill -s KILL "$p" 2>/dev/null || :
+    if [ "$s2e_s" = Z ]; then
+      s2e_n=0; for s2e_x in "$d"/task/[0-9]*; do s2e_n=$((s2e_n+1)); done
+      [ $s2e_n -gt 1 ] || [ "$s2e_ri$s2e_pp" = 11 ] || continue
+    fi
+    s2e_l=${s2e_l#*[(]}; left=$((left+1)); s2e_why="$s2e_why$p $s2e_s $s2e_pp (${s2e_l%) *}); "
   done
-  round=$((round+1))
+  [ $left -gt 0 ] || break
+  read -r s2e_now s2e_l 2>/dev/null < /proc/uptime || s2e_now=0
+  [ "${s2e_now%.*}" -lt "$s2e_end" ] || break
 done
 for p in $keep; do kill -s CONT "$p" 2>/dev/null || :; done
 """
+REAP_ROUNDS = _STAT + _ROUNDS
 
 # Our trials: keep init, the keeper (init's child that holds the container up) and this shell.
 REAP = 'keep=" 1 $KEEPER $$ "\n' + REAP_ROUNDS
@@ -50,9 +77,7 @@ SHELLS = ("sh", "bash", "dash")
 # from another exec, and a detached one is re-parented to init after the main process started. (Without an init
 # program no child of init is kept: the agent's daemons, e.g. a tmux server, are init's children then.)
 # Builtins only, like the rounds, and safe under `set -eu` (a shebang's `bash -e`).
-_KEEP = """s2e_st() { s2e_pp=$2; s2e_t=${20}; }
-s2e_info() { s2e_pp=0; s2e_t=0; read -r s2e_l 2>/dev/null < "/proc/$1/stat" && s2e_st ${s2e_l##*) } || :; }
-keep=" 1 ${KEEPER:-} "; s2e_up=" "; p=$$
+_KEEP = """keep=" 1 ${KEEPER:-} "; s2e_up=" "; p=$$
 while [ "${p:-0}" -gt 1 ] 2>/dev/null; do
   keep="$keep$p "; s2e_up="$s2e_up$p "; s2e_info "$p"; p=$s2e_pp
 done
@@ -89,10 +114,13 @@ GUARD = (
     f"{GUARD_BEGIN} (added when the task was frozen; not part of the task's grading): stop and kill every\n"
     "# process left in the container except init, the container's main process and this verifier's own, then\n"
     "# remove any reward written before grading, so that only this script can write the reward.\n"
-    + _WHERE + _KEEP + REAP_ROUNDS +
+    + _WHERE + _STAT + _KEEP + _ROUNDS +
     "rm -f /logs/verifier/reward.json /logs/verifier/reward.txt\n"
+    '[ "$left" = 0 ] || { echo "skill2env guard: not graded, processes left that could not be stopped: $s2e_why" >&2;'
+    " exit 1; }\n"
     "}; fi\n"
-    "unset keep round left p d s2e_pp s2e_t s2e_l s2e_up s2e_more s2e_me s2e_c s2e_m s2e_mt\n"
+    "unset keep left p d s2e_s s2e_pp s2e_t s2e_l s2e_up s2e_more s2e_me s2e_c s2e_m s2e_mt\n"
+    "unset s2e_c1 s2e_ri s2e_now s2e_end s2e_why s2e_n s2e_x\n"
     "unset -f s2e_st s2e_info 2>/dev/null\n"
     f"{GUARD_END}\n"
 )

@@ -244,7 +244,7 @@ class Sandbox:
         if res.died or not self.trial.alive():
             return self._settle(Settled(TrialStatus.CONTAINER_DIED, detail="container stopped while reaping"))
         if res.timed_out or b"reaped" not in res.output:
-            return self._settle(Settled(TrialStatus.REAP_FAILED, detail=res.output[-200:].decode(errors="replace")))
+            return self._settle(Settled(TrialStatus.REAP_FAILED, detail=res.output[-300:].decode(errors="replace")))
         try:
             changes = tuple(engine_changes(self.trial.box, self.settings.read_upper_dir))
         except docker.errors.NotFound:
