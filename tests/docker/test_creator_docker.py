@@ -115,8 +115,15 @@ def test_a_command_that_kills_the_workbench_gets_a_fresh_one(docker_client, tmp_
         again = bench.run("cat /app/x 2>&1; echo alive", 30)
         assert again.result.exit_code == 0 and b"alive" in again.result.head and b"up" not in again.result.head
         # Killed after the command returned (seen: a background sweep): keep_file says so instead of crashing.
-        assert bench.run("echo y > /tmp/y; (sleep 1; kill -9 -1) >/dev/null 2>&1 &", 30).result.exit_code == 0
-        time.sleep(4)
+        # The sweep waits for a marker the test writes once the command has returned, not for a delay.
+        assert bench.run("echo y > /tmp/y; (until [ -e /tmp/go ]; do sleep 0.05; done; kill -9 -1) >/dev/null 2>&1 &",
+                         30).result.exit_code == 0
+        trial = bench._sb.sandbox.trial
+        trial.box.exec_run(["touch", "/tmp/go"])
+        deadline = time.monotonic() + 120
+        while trial.alive():
+            assert time.monotonic() < deadline, "the background sweep never ran"
+            time.sleep(0.05)
         with pytest.raises(ValueError, match="workbench container has stopped"):
             bench.fetch("/tmp/y", 1024)
         with pytest.raises(ValueError, match="no workbench container is running"):

@@ -55,11 +55,13 @@ def test_killing_the_keeper_is_container_died_with_reward_zero(world):
 
 
 def test_detached_daemons_do_not_outlive_the_agent_phase(world):
-    """A double-forked, setsid'd, signal-deaf daemon keeps touching a file; the verifier sees it stand still."""
+    """A double-forked, setsid'd, signal-deaf daemon keeps touching a file; the verifier finds no process left
+    running it (the agent waits for its first beat, a marker, not a delay)."""
     beat = "trap '' TERM HUP INT; i=0; while :; do i=$((i+1)); echo $i > /app/beat; sleep 0.02; done"
-    agent = f"echo 7 > /app/answer.txt; (setsid sh -c \"{beat}\" >/dev/null 2>&1 < /dev/null &) ; sleep 0.2"
-    test_sh = ('a=$(cat /app/beat); sleep 0.3; b=$(cat /app/beat)\n'
-               'if [ "$a" = "$b" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n')
+    agent = (f"echo 7 > /app/answer.txt; (setsid sh -c \"{beat}\" >/dev/null 2>&1 < /dev/null &) ; "
+             "until [ -s /app/beat ]; do sleep 0.01; done")
+    test_sh = ('if grep -qs "/app/bea[t]" /proc/[0-9]*/cmdline; then echo 0; else echo 1; fi '
+               '> /logs/verifier/reward.txt\n')
     with _box(world, test_sh) as sb:
         sb.exec(agent, timeout=30)
         out = sb.verify()
