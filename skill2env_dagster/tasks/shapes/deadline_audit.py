@@ -23,7 +23,7 @@ from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.predicates.deadlines import plural
 from skill2env_dagster.tasks.shapes.base import Design, ShapeError, ShapeInput, solver_script
 from skill2env_dagster.tasks.verify import cheats
-from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
+from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric, lowest_over
 from skill2env_dagster.tasks.worlds.deadlines import DeadlineWorld, Limit, build, export_doc, utc
 
 UNIT_WORDS = {"minutes": "minute", "hours": "hour", "days": "calendar day", "business_days": "business day",
@@ -217,16 +217,12 @@ class DeadlineAudit:
                    'right = sum(1 for i, ds in got.items() if ds == [EXPECTED["due"].get(i)])\n'
                    'union = len(set(got) | set(EXPECTED["late"]))\nreturn right / union if union else 0.0', (),
                    [p.id]),
-            Metric("every_condition", f"The lowest, over the rule's conditions (the boundary, open {nouns}, each "
-                   f"{cat_field}'s own limit, the unit, the UTC offsets, extensions, the start event), of the Jaccard "
-                   f"of the {nouns} planted to test that condition that are reported with the late ones among them "
-                   "(1 when none of them is late and none is reported): a reading that drops one condition scores "
-                   "0 here.",
-                   'scores = []\nfor ids in EXPECTED["conditions"].values():\n'
-                   '    want = [[i] for i in EXPECTED["late"] if i in ids]\n'
-                   '    got = [[r[0]] for r in out["rows"] if r[0] in ids]\n'
-                   '    scores.append(jaccard(want, got) if want else float(not got))\n'
-                   'return min(scores) if scores else 0.0', ("jaccard",), [p.id]),
+            lowest_over("conditions", '[[i] for i in EXPECTED["late"]]', '[[r[0]] for r in out["rows"]]', 1,
+                        "every_condition", f"The lowest, over the rule's conditions (the boundary, open {nouns}, "
+                        f"each {cat_field}'s own limit, the unit, the UTC offsets, extensions, the start event), of "
+                        f"the Jaccard of the {nouns} planted to test that condition that are reported with the late "
+                        "ones among them (1 when none of them is late and none is reported): a reading that drops "
+                        "one condition scores 0 here.", [p.id]),
         ]
         check = CheckScript(LOADER, metrics, {"SEP": '","', "OUT": repr(out)}, ("read_table",))
         text, stated = self._instruction(inp, p, world, export, ext_file, doc, out, cat_field, start_field, end_field,

@@ -21,7 +21,7 @@ from skill2env_dagster.tasks.compose.request import Request, render
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
 from skill2env_dagster.tasks.verify import cheats
-from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
+from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric, lowest_over
 
 EXPORT = "/app/ledger/entries.csv"
 OUT = "/app/out/flags.csv"
@@ -94,8 +94,11 @@ def _money(x: float) -> str:
     return f"{x:.2f}"
 
 
-def plant(flags: list[dict[str, Any]], n: int, rng: random.Random) -> list[dict[str, str]]:
-    """n base entries (distinct vendor and amount, all fields filled) plus the planted cases of every flag."""
+def plant(flags: list[dict[str, Any]], n: int, rng: random.Random) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
+    """n base entries (distinct vendor and amount, all fields filled) plus the planted cases of every flag, and the
+    entries planted to test each condition of each flag. Each condition gets more look-alikes than its flag has true
+    cases, so a reading that drops it is wrong on most of what that flag decides: amounts exactly at the bound (a
+    flat fee), small amounts with no receipt, pairs equal in one field only, recurring charges past the window."""
     fields = sorted({f for x in flags for f in x["fields"]} | {"vendor", "amount", "category"})
     base: list[dict[str, str]] = []
     used: set[tuple[str, str]] = set()
@@ -110,37 +113,62 @@ def plant(flags: list[dict[str, Any]], n: int, rng: random.Random) -> list[dict[
             row.setdefault(f, f"{f}_{len(base) + 1:03d}.pdf")
         base.append(row)
     extra: list[dict[str, str]] = []
+    pristine = [dict(r) for r in base]  # planted entries copy these, never a base entry another flag blanked
+
+    def add(row: dict[str, str], condition: str = "") -> None:
+        extra.append(dict(row, _condition=condition))
+
     for x in flags:
+        label = x["label"]
         if x["kind"] == "missing":
-            for row in rng.sample(base, 2):
-                row[x["fields"][0]] = ""
+            rng.choice(base)[x["fields"][0]] = ""
+            for vendor in rng.sample(VENDORS, 3):  # an export that pads empty cells with spaces
+                row = dict(rng.choice(pristine), vendor=vendor, amount=_money(rng.randrange(900, 9000) / 100))
+                row[x["fields"][0]] = "  "
+                add(row, f"{label}: a cell of only spaces is empty")
         elif x["kind"] == "above_missing":
             bound, field = x["value"], x["fields"][0]
-            for amount in (bound + 0.01, bound + rng.randrange(50, 900), bound, bound - 0.01,
-                           bound - rng.randrange(5, 40), bound + rng.randrange(10, 200)):
-                row = dict(rng.choice(base), amount=_money(amount))
-                row[field] = "" if len(extra) % 6 != 5 else f"{field}_x{len(extra)}.pdf"
-                row["vendor"] = rng.choice(VENDORS)
-                extra.append(row)
+            cases = [(bound + 0.01, "", ""), (bound + rng.randrange(50, 900), "", ""),
+                     (bound + rng.randrange(10, 200), f"{field}_x.pdf", f"{label}: an empty `{field}`")]
+            cases += [(bound, "", f"{label}: above the bound, not at it")] * 3
+            cases += [(bound - 0.01, "", f"{label}: the amount"), (bound - rng.randrange(5, 40), "",
+                                                                      f"{label}: the amount"),
+                      (round(bound / 3, 2), "", f"{label}: the amount")]
+            for (amount, value, condition), vendor in zip(cases, rng.sample(VENDORS, len(cases)), strict=True):
+                row = dict(rng.choice(pristine), amount=_money(amount), vendor=vendor)
+                row[field] = value
+                add(row, condition)
         else:
             a, b = x["fields"]
             window = int(x["value"])
-            for gap, same_b in ((window, True), (max(0, window - 2), True), (window + 1, True), (1, False)):
-                first = dict(rng.choice(base))
+            both = f"{label}: both `{a}` and `{b}` equal"
+            pairs = [(window, "", ""), (max(0, window - 2), "", ""),
+                     (window + 1, "", f"{label}: the window"), (window + 3, "", f"{label}: the window"),
+                     (2 * window + 4, "", f"{label}: the window"),
+                     (1, b, both), (0, a, both), (1, a, both), (min(2, window), a, both)]
+            for gap, differ, condition in pairs:
+                first = dict(rng.choice(pristine))
                 first[a] = rng.choice(VENDORS) if a == "vendor" else first[a]
                 first["amount"] = _money(rng.randrange(1500, 90000) / 100)
                 second = dict(first)
                 d = date.fromisoformat(first["date"])
                 second["date"] = (d + timedelta(days=gap)).isoformat()
-                if not same_b:
-                    second[b] = _money(float(second[b]) + 1.5) if b == "amount" else rng.choice(VENDORS)
-                extra += [first, second]
+                if differ:
+                    other = {"amount": _money(float(second["amount"]) + 1.5)}.get(differ) or next(
+                        v for v in rng.sample(VENDORS, len(VENDORS)) if v != second[differ])
+                    second[differ] = other
+                add(first, condition)
+                add(second, condition)
     rows = base + extra
     rng.shuffle(rows)
+    conditions: dict[str, list[str]] = {}
     for i, row in enumerate(rows):
         row["id"] = f"JE-{3101 + i}"
         row["memo"] = rng.choice(("", "monthly", "per invoice", "card payment", "reimbursed"))
-    return rows
+        condition = row.pop("_condition", "")
+        if condition:
+            conditions.setdefault(condition, []).append(row["id"])
+    return rows, conditions
 
 
 def expected_flags(rows: list[dict[str, str]], flags: list[dict[str, Any]]) -> list[list[str]]:
@@ -176,7 +204,7 @@ class LedgerFlags:
         p = inp.preds[0]
         flags = p.params["flags"]
         rng = inp.rng("ledger")
-        rows = plant(flags, 14 + 4 * inp.level, rng)
+        rows, conditions = plant(flags, 14 + 4 * inp.level, rng)
         columns = ["id", "date", "vendor", "amount", "category",
                    *sorted({f for x in flags for f in x["fields"]} - {"vendor", "amount", "category"}), "memo"]
         csv_text = ",".join(columns) + "\n" + "".join(
@@ -189,11 +217,9 @@ class LedgerFlags:
         labels = [f["label"] for f in flags]
         spec = {"export": EXPORT, "out": OUT, "flags": flags}
         metrics = [
-            Metric("flags", "Jaccard of the reported (entry, flag) pairs with the flags the skill's conditions raise "
-                   "(an entry flagged wrongly, or twice, costs as much as a missed one).",
-                   'return jaccard(EXPECTED["flags"], out["rows"])', ("jaccard",), [p.id]),
             Metric("every_flag", "The lowest, over the skill's flags, of the Jaccard of the entries reported under "
-                   "that flag, times the share of reported rows that carry one of the playbook's labels: every "
+                   "that flag with the entries it raises on (an entry flagged wrongly, or twice, costs as much as a "
+                   "missed one), times the share of reported rows that carry one of the playbook's labels: every "
                    "flag's condition must be applied, and a row under a label the playbook does not have is wrong.",
                    'scores = []\nfor lab in EXPECTED["labels"]:\n'
                    '    want = [r for r in EXPECTED["flags"] if r[1] == lab]\n'
@@ -202,6 +228,11 @@ class LedgerFlags:
                    'known = sum(1 for r in out["rows"] if r[1] in EXPECTED["labels"])\n'
                    'return min(scores) * (known / len(out["rows"]) if out["rows"] else 1.0)',
                    ("jaccard",), [p.id]),
+            lowest_over("conditions", 'EXPECTED["flags"]', 'out["rows"]', 1, "every_condition",
+                        "The lowest, over the conditions of the flags (the bound, the amount, an empty field, both "
+                        "fields of a duplicate, the window), of the Jaccard of the (entry, flag) rows about the "
+                        "entries planted to test that condition (1 when none of them raises a flag and none is "
+                        "reported): a reading that drops one condition scores 0 here.", [p.id]),
         ]
         check = CheckScript(LOADER, metrics, {"SEP": '","', "OUT": repr(OUT)}, ("read_table",))
         text, stated = self._instruction(inp, p, doc, columns)
@@ -212,7 +243,7 @@ class LedgerFlags:
             env_files=files, docker_lines=["COPY app/ /app/", "RUN mkdir -p /app/out"],
             slots=Slots(topic="", situation="", ask="", inputs="", guidance="", semantics=[], deliverable="",
                         outputs=[OUT, "/app/out"], text=text),
-            stated=stated, check=check, expected={"flags": expected_rows, "labels": labels},
+            stated=stated, check=check, expected={"flags": expected_rows, "labels": labels, "conditions": conditions},
             rubric=self._rubric(p), solve=solver_script(SOLVER.replace("__SPEC__", repr(json.dumps(spec)))),
             wrong=solver_script(NAIVE.replace("__SPEC__", repr(json.dumps(spec)))),
             cheats={"every_entry_every_flag.sh": cheats.rows(OUT, HEADER, [f"{r['id']},{lab}" for r in rows
@@ -223,7 +254,7 @@ class LedgerFlags:
             challenges=[Challenge(pattern="", dimension="", effect="boundary",
                                   instantiation="amounts at and just past the bound, duplicates at and one day past "
                                                 "the window, look-alike pairs equal in one field only",
-                                  tested_by=["flags"])],
+                                  tested_by=["every_condition"])],
             facts=[f"{EXPORT}: {len(rows)} ledger entries", f"{doc}: the skill's review flags, quoted"],
             boundary=InformationBoundary(stated=["each flag and its condition, quoted and read exactly",
                                                  "the output layout"],
@@ -268,8 +299,9 @@ class LedgerFlags:
 
     def _rubric(self, p: Predicate) -> RubricSpec:
         flags = p.params["flags"]
-        must = [Bullet("Raise every flag whose condition an entry meets, and no other.", "metric:flags"),
-                Bullet("Apply each of the playbook's flags with its own condition.", "metric:every_flag")]
+        must = [Bullet("Raise every flag whose condition an entry meets, and no other.", "metric:every_flag"),
+                Bullet("Apply every condition of each flag (its bound, its field, both fields and the window of a "
+                       "duplicate), none dropped.", "metric:every_condition")]
         avoid = []
         for f in flags:
             at = f"{p.source.file}:{f['line']}"

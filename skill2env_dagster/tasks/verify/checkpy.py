@@ -166,3 +166,28 @@ cat /logs/verifier/check-stdout.txt
 
 def test_sh(metrics: list[str]) -> str:
     return TEST_SH.format(names=" ".join(metrics))
+
+
+def lowest_over(group: str, truth: str, rows: str, key: int, name: str, checks: str,
+                predicates: list[str]) -> Metric:
+    """A "lowest over rules" metric: for each group of items in EXPECTED[group] (the items planted to test one
+    condition of the rule, or one rule of a set), the Jaccard of the true rows about those items with the reported
+    ones (1 when none is true and none is reported), and the lowest of them. A reading that drops one condition, or
+    one rule, scores 0 on the items planted for it however well it does elsewhere: an average over every item would
+    pay it for the rest (blind review 2). The items planted for no condition are one more group, so rows about
+    them (junk ids, wrong verdicts elsewhere) count too. `truth` and `rows` are expressions giving lists of rows; an
+    item is a row's first `key` cells joined with '|'."""
+    body = (f'def item(r):\n    return "|".join(map(str, r[:{key}]))\n'
+            f'groups = [set(items) for items in EXPECTED["{group}"].values()]\n'
+            'planted = set().union(*groups)\n'
+            f'truth, rows = [list(r) for r in {truth}], [list(r) for r in {rows}]\n'
+            'scores = []\n'
+            'for items in groups:\n'
+            '    want = [r for r in truth if item(r) in items]\n'
+            '    got = [r for r in rows if item(r) in items]\n'
+            '    scores.append(jaccard(want, got) if want else float(not got))\n'
+            'rest_want = [r for r in truth if item(r) not in planted]\n'
+            'rest_got = [r for r in rows if item(r) not in planted]\n'
+            'scores.append(jaccard(rest_want, rest_got) if rest_want else float(not rest_got))\n'
+            'return min(scores) if groups else 0.0')
+    return Metric(name, checks, body, ("jaccard",), predicates)
