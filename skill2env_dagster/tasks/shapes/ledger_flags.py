@@ -21,7 +21,7 @@ from skill2env_dagster.tasks.compose.request import Request, render
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
 from skill2env_dagster.tasks.verify import cheats
-from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric, lowest_over
+from skill2env_dagster.tasks.verify.checkpy import CheckScript, lowest_over, lowest_per_label
 
 EXPORT = "/app/ledger/entries.csv"
 OUT = "/app/out/flags.csv"
@@ -217,17 +217,12 @@ class LedgerFlags:
         labels = [f["label"] for f in flags]
         spec = {"export": EXPORT, "out": OUT, "flags": flags}
         metrics = [
-            Metric("every_flag", "The lowest, over the skill's flags, of the Jaccard of the entries reported under "
-                   "that flag with the entries it raises on (an entry flagged wrongly, or twice, costs as much as a "
-                   "missed one), times the share of reported rows that carry one of the playbook's labels: every "
-                   "flag's condition must be applied, and a row under a label the playbook does not have is wrong.",
-                   'scores = []\nfor lab in EXPECTED["labels"]:\n'
-                   '    want = [r for r in EXPECTED["flags"] if r[1] == lab]\n'
-                   '    got = [r for r in out["rows"] if r[1] == lab]\n'
-                   '    scores.append(jaccard(want, got) if want else float(not got))\n'
-                   'known = sum(1 for r in out["rows"] if r[1] in EXPECTED["labels"])\n'
-                   'return min(scores) * (known / len(out["rows"]) if out["rows"] else 1.0)',
-                   ("jaccard",), [p.id]),
+            lowest_per_label('EXPECTED["flags"]', 'out["rows"]', 1, "labels", "every_flag",
+                             "The lowest, over the skill's flags, of the Jaccard of the entries reported under that "
+                             "flag with the entries it raises on (an entry flagged wrongly, or twice, costs as much "
+                             "as a missed one), times the share of reported rows that carry one of the playbook's "
+                             "labels: every flag's condition must be applied, and a row under a label the playbook "
+                             "does not have is wrong.", [p.id]),
             lowest_over("conditions", 'EXPECTED["flags"]', 'out["rows"]', 1, "every_condition",
                         "The lowest, over the conditions of the flags (the bound, the amount, an empty field, both "
                         "fields of a duplicate, the window), of the Jaccard of the (entry, flag) rows about the "

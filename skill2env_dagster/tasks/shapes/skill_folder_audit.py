@@ -20,7 +20,7 @@ from skill2env_dagster.tasks.compose.request import Request, render
 from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
 from skill2env_dagster.tasks.verify import cheats
-from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
+from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric, lowest_over, lowest_per_label
 from skill2env_dagster.tasks.worlds import skill_folders as sf
 
 ROOT = "/app/skills"
@@ -184,20 +184,32 @@ class SkillFolderAudit:
         doc = f"/app/docs/{re.sub(r'[^a-z0-9]+', '-', inp.text.name.lower()).strip('-')}-rules.md"
         files[doc.lstrip("/")] = self._excerpt(inp.text, rules)
         expected = {"findings": sorted([r[0], r[1]] for r in expected_rows),
-                    "measured": {f"{r[0]}|{r[1]}": str(r[2]) for r in expected_rows}}
+                    "measured": {f"{r[0]}|{r[1]}": str(r[2]) for r in expected_rows},
+                    "rules": list(ids), "conditions": sf.conditions(folders, ids)}
         if not expected_rows or len(expected_rows) * 2 > len(folders) * len(rules):
             raise ValueError("the planted folders give no findings or too many")
         spec = {"root": ROOT, "out": OUT, "rules": ids}
         metrics = [
-            Metric("findings", "Jaccard of the reported (path, rule) pairs with the breaches (a pair listed twice, "
-                   "or a compliant one, costs as much as a missed one).",
-                   'return jaccard(EXPECTED["findings"], [r[:2] for r in out["rows"]])', ("jaccard",), [p.id]),
-            Metric("measured", "Breaches reported with exactly the measured value, over the union of the reported "
-                   "and the expected (path, rule) pairs.",
+            lowest_per_label('EXPECTED["findings"]', '[r[:2] for r in out["rows"]]', 1, "rules", "findings",
+                             "The lowest, over the rules, of the Jaccard of the reported (path, rule) pairs with "
+                             "that rule's breaches (a pair listed twice, or a compliant one, costs as much as a "
+                             "missed one), times the share of rows naming one of the rules: every rule must be "
+                             "applied with its conditions.", [p.id]),
+            Metric("measured", "The lowest, over the rules, of the share of that rule's breaches reported with "
+                   "exactly the measured value, over the union of the reported and the expected (path, rule) "
+                   "pairs of that rule.",
                    'got = {}\nfor pth, rule, m in out["rows"]:\n    got.setdefault(pth + "|" + rule, []).append(m)\n'
-                   'right = sum(1 for k, ms in got.items() if ms == [EXPECTED["measured"].get(k)])\n'
-                   'union = len(set(got) | set(EXPECTED["measured"]))\nreturn right / union if union else 0.0', (),
-                   [p.id]),
+                   'scores = []\nfor rid in EXPECTED["rules"]:\n'
+                   '    keys = {k for k in set(got) | set(EXPECTED["measured"]) if k.endswith("|" + rid)}\n'
+                   '    right = sum(1 for k in keys if got.get(k) == [EXPECTED["measured"].get(k)])\n'
+                   '    scores.append(right / len(keys) if keys else 1.0)\n'
+                   'return min(scores) if scores else 0.0', (), [p.id]),
+            lowest_over("conditions", 'EXPECTED["findings"]', '[r[:2] for r in out["rows"]]', 1, "every_condition",
+                        "The lowest, over the rules' conditions (each bound with its comparator, the part measured, "
+                        "the description's value, the characters allowed, a contents list), of the Jaccard of the "
+                        "(path, rule) pairs about the files planted to test that condition (1 when none of them "
+                        "breaks a rule and none is reported): a reading that drops one condition scores 0 here.",
+                        [p.id]),
         ]
         check = CheckScript(LOADER, metrics, {"SEP": '","', "OUT": repr(OUT)}, ("read_table",))
         n = len(folders)
@@ -313,7 +325,9 @@ class SkillFolderAudit:
         must = [Bullet(f"Report every file that breaks {', '.join(ids)} with the rule's id, and no compliant one.",
                        "metric:findings"),
                 Bullet("Give each breach the value the rule measures" + (f": {' and '.join(pitfalls)}."
-                                                                         if pitfalls else "."), "metric:measured")]
+                                                                         if pitfalls else "."), "metric:measured"),
+                Bullet("Apply every condition of each rule (its bound and comparator, the part it measures), none "
+                       "dropped.", "metric:every_condition")]
         first = next(iter(ids.values()))
         at = f"{first['file']}:{first['line']}"
         limit = next((r for r in ids.values() if r["part"] in ("name", "description", "body", "file")), None)

@@ -191,3 +191,21 @@ def lowest_over(group: str, truth: str, rows: str, key: int, name: str, checks: 
             'scores.append(jaccard(rest_want, rest_got) if rest_want else float(not rest_got))\n'
             'return min(scores) if groups else 0.0')
     return Metric(name, checks, body, ("jaccard",), predicates)
+
+
+def lowest_per_label(truth: str, rows: str, col: int, labels: str, name: str, checks: str,
+                     predicates: list[str]) -> Metric:
+    """A "lowest over rules" metric for outputs that name the rule of each row (a flag's label, a rule's id in
+    column `col`): the lowest, over the labels in EXPECTED[labels], of the Jaccard of the true rows under that label
+    with the reported ones (1 when none is true and none reported), times the share of reported rows under a known
+    label. Every rule must be applied: one dropped, or applied with one condition less, scores that rule's Jaccard
+    however well the others do."""
+    body = (f'truth, rows = [list(r) for r in {truth}], [list(r) for r in {rows}]\n'
+            'scores = []\n'
+            f'for lab in EXPECTED["{labels}"]:\n'
+            f'    want = [r for r in truth if r[{col}] == lab]\n'
+            f'    got = [r for r in rows if r[{col}] == lab]\n'
+            '    scores.append(jaccard(want, got) if want else float(not got))\n'
+            f'known = sum(1 for r in rows if r[{col}] in EXPECTED["{labels}"])\n'
+            'return min(scores) * (known / len(rows) if rows else 1.0) if scores else 0.0')
+    return Metric(name, checks, body, ("jaccard",), predicates)

@@ -65,6 +65,20 @@ def limit_cases(r: dict[str, Any]) -> tuple[int, int]:
     return (r["value"] - 1, r["value"]) if r["comparator"] == "lt" else (r["value"], r["value"] + 1)
 
 
+def _length_cases(r: dict[str, Any]) -> list[tuple[str, str]]:
+    """The planted cases of one length rule. Three lengths exactly at the bound (where the comparator decides: a
+    breach under "under N", compliant under "max N"), one on the other side of it, one far past it (not for names),
+    and as many of the part's own look-alikes (a long front matter over a compliant body, a folded description) as
+    the rule has breaches, plus one: a reading that drops one condition is wrong on most of what that rule decides."""
+    part = r["part"]
+    lt = r["comparator"] == "lt"
+    cases = [(part, "at_value")] * 3 + [(part, "inside" if lt else "past_limit")]
+    cases += [(part, "far_past")] if part != "name" else []
+    breaches = (3 if lt else 1) + (part != "name")
+    trap = {"description": "folded_ok", "body": "long_front", "file": "long_front"}.get(part)
+    return cases + ([(part, trap)] * (breaches + 1) if trap else [])
+
+
 def plant(rules: list[dict[str, Any]], n: int, rng: random.Random) -> list[SkillFolder]:
     """n folders, each planted with one case of one rule (cycling over the rules), the rest compliant."""
     names = list(NAMES)
@@ -73,23 +87,18 @@ def plant(rules: list[dict[str, Any]], n: int, rng: random.Random) -> list[Skill
     for r in rules:
         part = r["part"]
         if part in ("name", "description", "body", "file"):
-            cases += [(part, "at_limit"), (part, "past_limit")]
-            cases += [(part, "far_past")] if part != "name" else []
-            if part == "description":
-                cases.append((part, "folded_ok"))
-            if part in ("body", "file"):
-                cases.append((part, "long_front"))
+            cases += _length_cases(r)
         elif part == "name_charset":
-            cases += [(part, "underscore"), (part, "digits_ok")] + [(part, "uppercase")] * (1 if r["lowercase"]
-                                                                                           else 0)
+            cases += [(part, "underscore"), (part, "digits_ok"), (part, "digits_ok")] + [(part, "uppercase")] * (
+                1 if r["lowercase"] else 0)
         elif part == "name_pattern":
             cases += [(part, k) for k in ("double_hyphen", "trailing_hyphen", "uppercase", "digits_ok")
                       if re.fullmatch(r["pattern"], _variant(NAMES[0], k)) is None or k == "digits_ok"]
         elif part == "toc":
             # Long reference files with a contents list are compliant and longer than any SKILL.md: counting lines
-            # alone finds them first.
-            cases += [(part, "at_limit_no_toc"), (part, "past_limit_no_toc"), (part, "long_with_toc"),
-                      (part, "very_long_with_toc"), (part, "very_long_with_toc")]
+            # alone finds them first; files of exactly the limit are not longer than it.
+            cases += [(part, "at_limit_no_toc"), (part, "at_limit_no_toc"), (part, "past_limit_no_toc"),
+                      (part, "long_with_toc"), (part, "very_long_with_toc"), (part, "very_long_with_toc")]
     rng.shuffle(cases)
     folders = []
     for i in range(max(n, len(cases))):
@@ -101,6 +110,28 @@ def plant(rules: list[dict[str, Any]], n: int, rng: random.Random) -> list[Skill
     return folders
 
 
+# The condition each planted case tests (what `every_condition` grades), by case kind.
+CONDITIONS = {"at_value": "the bound, with its comparator", "long_front": "the part measured, not the whole file",
+              "folded_ok": "the description's value, not its YAML lines", "digits_ok": "the characters allowed",
+              "uppercase": "the characters allowed", "at_limit_no_toc": "longer than the limit",
+              "long_with_toc": "a contents list", "very_long_with_toc": "a contents list"}
+
+
+def conditions(folders: list[SkillFolder], ids: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """The paths planted to test each condition of each rule, keyed '<rule id>: <condition>'."""
+    rid = {r["part"]: k for k, r in ids.items()}
+    out: dict[str, list[str]] = {}
+    for f in folders:
+        for planted in f.planted:
+            part, kind = planted.split(":")
+            if kind not in CONDITIONS or part not in rid:
+                continue
+            paths = ([f"{f.name}/references/{ref}" for ref, _, _ in f.refs] if part == "toc"
+                     else [f"{f.name}/SKILL.md"])
+            out.setdefault(f"{rid[part]}: {CONDITIONS[kind]}", []).extend(paths)
+    return out
+
+
 def _apply(f: SkillFolder, case: tuple[str, str], rules: list[dict[str, Any]], rng: random.Random) -> None:
     part, kind = case
     r = _rule(rules, part)
@@ -108,8 +139,9 @@ def _apply(f: SkillFolder, case: tuple[str, str], rules: list[dict[str, Any]], r
     f.planted.append(f"{part}:{kind}")
     if part in ("name", "description", "body", "file"):
         ok, bad = limit_cases(r)
-        size = {"at_limit": ok, "past_limit": bad, "far_past": bad + rng.randrange(40, 160),
-                "folded_ok": ok - rng.randrange(0, 30), "long_front": ok - rng.randrange(0, 15)}[kind]
+        size = {"at_value": r["value"], "inside": r["value"] - 1, "past_limit": r["value"] + 1,
+                "far_past": bad + rng.randrange(40, 160), "folded_ok": ok - rng.randrange(0, 30),
+                "long_front": ok - rng.randrange(0, 15)}[kind]
         if part == "name":
             f.name = _name(rng, size, f.name)
         elif part == "description":
