@@ -24,7 +24,7 @@ from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.predicates.sqltypes import declared, type_name
 from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
 from skill2env_dagster.tasks.verify import cheats
-from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
+from skill2env_dagster.tasks.verify.checkpy import CheckScript, lowest_over, lowest_per_label
 
 MIGRATIONS = "/app/db/migrations"
 OUT = "/app/out/type_findings.csv"
@@ -125,6 +125,8 @@ class Column:
     rest: str = ""  # constraints after the type
     comment: str = ""
     finding: str = ""  # the forbidden spelling it breaks ("" when allowed)
+    commented: bool = False  # a declaration commented out (a column dropped earlier): not a declaration
+    condition: str = ""  # the condition of the list this column was planted to test
 
 
 def _violation(t: dict[str, Any], rng: random.Random) -> str:
@@ -164,20 +166,29 @@ def plant(types: list[dict[str, Any]], n_files: int, rng: random.Random) -> list
     slots = [(ti, ci) for ti, (_, _, cols) in enumerate(tables) for ci in range(1, len(cols))]
     rng.shuffle(slots)
     k = 0
-    for t in types:  # a violation of each type, and its look-alike where it has one
+    for t in types:  # a violation of each type, and two of its look-alikes where it has one
         ti, ci = slots[k]
         k += 1
         col = tables[ti][2][ci]
         col.type, col.finding = _violation(t, rng), str(t["spelling"])
+        col.condition = "letter case" if col.type != col.type.lower() else ""
         alike = _allowed_alike(t)
-        if alike:
+        for _ in range(2 if alike and k + 2 <= len(slots) else 0):
             ti, ci = slots[k]
             k += 1
-            tables[ti][2][ci].type = alike.upper() if rng.random() < 0.5 else alike
-    for ti, (_, _name, cols) in enumerate(tables):  # columns named after a type, and comments that mention one
+            other = tables[ti][2][ci]
+            other.type = str(alike).upper() if rng.random() < 0.5 else str(alike)
+            other.condition = "allowed types that contain a forbidden name"
+    for ti, (_, table_name, cols) in enumerate(tables):  # columns named after a type, and comments that mention one
         named = types[ti % len(types)]
         cols.append(Column(f"{type_name(str(named['spelling']))}_note", "text", "",
-                           f"was {_violation(named, rng)} before the 2024 cleanup"))
+                           f"was {_violation(named, rng)} before the 2024 cleanup", condition="a column's name"))
+        # Declarations commented out when their columns were dropped (two of one type in the first table, so a
+        # reading that keeps them is wrong on most of that type).
+        dropped = types[(ti + 1) % len(types)]
+        for j in range(2 if ti == 0 else 1):
+            cols.insert(len(cols) - 1, Column(f"legacy_{table_name}_{j + 1}", _violation(dropped, rng), "",
+                                              commented=True, condition="a comment is not a declaration"))
     if len([c for _, _, cols in tables for c in cols if c.finding]) * 3 > sum(len(c) for _, _, c in tables):
         raise ValueError("too many findings for the tables planted")
     return tables
@@ -186,6 +197,9 @@ def plant(types: list[dict[str, Any]], n_files: int, rng: random.Random) -> list
 def render_sql(table: str, cols: list[Column]) -> str:
     lines = [f"-- {table}: created by the platform team", f"CREATE TABLE {table} ("]
     for i, c in enumerate(cols):
+        if c.commented:
+            lines.append(f"  -- {c.name} {c.type},  (dropped)")
+            continue
         comma = "," if i < len(cols) - 1 else ""
         body = f"  {c.name} {c.type}" + (f" {c.rest}" if c.rest else "") + comma
         lines.append(body + (f"  -- {c.comment}" if c.comment else ""))
@@ -209,28 +223,33 @@ class SqlTypeAudit:
         tables = plant(types, min(len(TABLES), 3 + inp.level), rng)
         files: dict[str, str | bytes] = {}
         rows: list[list[str]] = []
+        conditions: dict[str, list[str]] = {}
         for fname, table, cols in tables:
             files[f"app/db/migrations/{fname}"] = render_sql(table, cols)
             for c in cols:
-                t = declared(c.type, types)
+                t = None if c.commented else declared(c.type, types)
                 if t:
                     rows.append([fname, table, c.name, str(t["spelling"])])
+                if c.condition:
+                    conditions.setdefault(c.condition, []).append(f"{fname}|{table}|{c.name}")
         assert sorted(r[2] for r in rows) == sorted(c.name for _, _, cols in tables for c in cols if c.finding)
         doc = f"/app/docs/{re.sub(r'[^a-z0-9]+', '-', inp.text.name.lower()).strip('-')}-column-types.md"
         files[doc.lstrip("/")] = self._excerpt(inp.text, p)
-        expected = {"findings": sorted(r[:3] for r in rows), "type": {"|".join(r[:3]): r[3] for r in rows}}
+        expected = {"findings": sorted(rows), "spellings": sorted({str(t["spelling"]) for t in types}),
+                    "conditions": conditions}
         spec = {"dir": MIGRATIONS, "out": OUT, "types": types}
         metrics = [
-            Metric("columns", "Jaccard of the reported (file, table, column) with the columns declared with a "
-                   "forbidden type (an allowed column listed, or one listed twice, costs as much as a missed one).",
-                   'return jaccard(EXPECTED["findings"], [r[:3] for r in out["rows"]])', ("jaccard",), [p.id]),
-            Metric("types", "Columns reported with the forbidden type as the skill spells it, over the union of the "
-                   "reported and the expected columns.",
-                   'got = {}\nfor f, t, c, ty in out["rows"]:\n'
-                   '    got.setdefault(f + "|" + t + "|" + c, []).append(ty)\n'
-                   'right = sum(1 for k, ts in got.items() if ts == [EXPECTED["type"].get(k)])\n'
-                   'union = len(set(got) | set(EXPECTED["type"]))\nreturn right / union if union else 0.0', (),
-                   [p.id]),
+            lowest_per_label('EXPECTED["findings"]', '[r[:4] for r in out["rows"]]', 3, "spellings", "columns",
+                             "The lowest, over the forbidden types, of the Jaccard of the reported (file, table, "
+                             "column, type) rows under that type with the columns declared with it (an allowed "
+                             "column listed, one listed twice or under another spelling, costs as much as a missed "
+                             "one), times the share of rows naming a type of the list: every type must be found.",
+                             [p.id]),
+            lowest_over("conditions", 'EXPECTED["findings"]', '[r[:4] for r in out["rows"]]', 3, "every_condition",
+                        "The lowest, over the list's conditions (letter case, allowed types that contain a forbidden "
+                        "name, a column's name, a comment), of the Jaccard of the rows about the columns planted to "
+                        "test that condition (1 when none of them is forbidden and none is reported): a reading that "
+                        "drops one condition scores 0 here.", [p.id]),
         ]
         check = CheckScript(LOADER, metrics, {"SEP": '","', "OUT": repr(OUT)}, ("read_table",))
         text, stated = self._instruction(inp, p, doc)
@@ -295,8 +314,10 @@ class SqlTypeAudit:
     def _rubric(self, p: Predicate) -> RubricSpec:
         types = p.params["types"]
         at = f"{p.source.file}:{types[0]['line']}"
-        must = [Bullet("Report every column declared with a forbidden type, and no other.", "metric:columns"),
-                Bullet("Name each offending column's type as the playbook spells it.", "metric:types")]
+        must = [Bullet("Report every column declared with a forbidden type, and no other, each with the type as the "
+                       "playbook spells it.", "metric:columns"),
+                Bullet("Apply every condition of the list (letter case, the spelling rules, declarations only), "
+                       "none dropped.", "metric:every_condition")]
         avoid = [Bullet(f"Flagging a column because its name or a comment mentions `{types[0]['name']}`.", at)]
         alike = next((t for t in types if t["name"] == "timestamp"), None)
         if alike:
