@@ -25,7 +25,15 @@ from skill2env_dagster.tasks.pipeline import task_config, task_name, workflow_so
 from skill2env_dagster.tasks.standins import http_stub
 from skill2env_dagster.tasks.standins.http_stub import JOURNAL
 from tests.unit.task_helpers import plans_and_axes, skill_from_dir, vague_skill
-from tests.unit.task_localrun import baseline_trials, cheat_trials, mean, mutant_trials, three_trials
+from tests.unit.task_localrun import (
+    baseline_trials,
+    build_world,
+    cheat_trials,
+    mean,
+    mutant_trials,
+    three_trials,
+    trial,
+)
 
 PINS = {"minimal": "127.0.0.1:5000/s2e-minimal@sha256:" + "a" * 64,
         "python": "127.0.0.1:5000/s2e-python@sha256:" + "b" * 64}
@@ -134,6 +142,58 @@ def test_every_file_task_is_honest_on_the_host(skills_dir, skill_name, shape, co
         assert any(metrics.get(k, 0) < oracle[k] for k in oracle), (mutant, metrics)
         if mutant in TRIVIAL_MUTANTS:  # the gate's "list everything" / no-work outputs: shortcut_passed above 0.5
             assert mean(metrics) <= CHEAT_LIMIT, (mutant, metrics)
+
+
+# Readings that drop one condition of the rule, as edits of the reference solver (blind review 2's naive kinds: the
+# duplicates' vendor or window ignored, the whole file counted for the body, a folded description read raw, comments
+# or letter case ignored, open records or extensions ignored, one limit for every category, "under" read as "at
+# most"). Each must score below 0.5 on EVERY metric: a task that pays a partial reading half its reward teaches it.
+DROPS = {
+    "ledger_flags": {
+        "duplicates by one field": [("x[a] == y[a] and ", "")], "no window": [(" and close", "")],
+        "at the bound": [('float(r["amount"]) > f["value"]', 'float(r["amount"]) >= f["value"]')],
+        "any empty cell": [('float(r["amount"]) > f["value"] and ', "")],
+        "spaces not empty": [('if not r[f["fields"][0]].strip()]', 'if not r[f["fields"][0]]]')]},
+    "skill_folder_audit": {
+        "whole file for the body": [('"body" and breaks(body, r):\n            rows.append((rel, rid, body))',
+                                     '"body" and breaks(whole, r):\n            rows.append((rel, rid, whole))')],
+        "folded description raw": [('desc = " ".join(folded)', 'desc = "\\n  ".join([raw] + folded)')],
+        "one comparator": [('length >= rule["value"] if rule["comparator"] == "lt" else length > rule["value"]',
+                            'length > rule["value"]')],
+        "no contents check": [('if n > r["value"] and not toc(text):', 'if n > r["value"]:')]},
+    "sql_type_audit": {
+        "comments kept": [('line = raw.split("--", 1)[0].strip()', 'line = raw.replace("--", " ", 1).strip()')],
+        "letter case": [('text = " ".join(type_text.lower().split())', 'text = " ".join(type_text.split())')],
+        "time zone look-alike": [('and not re.search(r"\\bwith time zone\\b", text)', "")]},
+    "deadline_audit": {
+        "no extensions": [('if lim["ext_amount"] and', "if False and")],
+        "open never late": [('    end = when(rec[SPEC["end"]]) if rec.get(SPEC["end"]) else exported\n',
+                             '    if not rec.get(SPEC["end"]):\n        continue\n    end = when(rec[SPEC["end"]])\n')],
+        "one limit": [('lim = SPEC["limits"][rec[SPEC["category"]] if SPEC["category"] else SPEC["only"]]',
+                       'lim = max(SPEC["limits"].values(), key=lambda x: x["amount"])')],
+        "at the deadline": [("if end > due:", "if end >= due:")],
+        "clock readings": [(".astimezone(timezone.utc)\n", ".replace(tzinfo=timezone.utc)\n")]},
+}
+
+
+@pytest.mark.parametrize(("skill_name", "shape"), [t for t in FILE_TASKS if t[1] in DROPS])
+def test_a_reading_that_drops_one_condition_scores_below_half_on_every_metric(skills_dir, skill_name, shape,
+                                                                             tmp_path):
+    skill = skill_from_dir(skills_dir / skill_name)
+    d = _planned(skill, shape, "complex")[2].design
+    world = build_world(d, tmp_path)
+    in_play = 0
+    for name, edits in DROPS[shape].items():
+        script = d.solve
+        for old, new in edits:
+            assert old in script, (name, old)  # the reference solver still reads the condition this way
+            script = script.replace(old, new)
+        metrics = trial(d, world, tmp_path, script)
+        if all(v == 1 for v in metrics.values()):
+            continue  # the condition is not in play in this skill's rule (no extension, no contents rule...)
+        in_play += 1
+        assert all(v < 0.5 for v in metrics.values()), (name, metrics)
+    assert in_play >= 1
 
 
 @pytest.mark.parametrize(("skill_name", "shape"), FILE_TASKS)

@@ -23,7 +23,7 @@ from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.predicates.deadlines import plural
 from skill2env_dagster.tasks.shapes.base import Design, ShapeError, ShapeInput, solver_script
 from skill2env_dagster.tasks.verify import cheats
-from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric, lowest_over
+from skill2env_dagster.tasks.verify.checkpy import CheckScript, lowest_over
 from skill2env_dagster.tasks.worlds.deadlines import DeadlineWorld, Limit, build, export_doc, utc
 
 UNIT_WORDS = {"minutes": "minute", "hours": "hour", "days": "calendar day", "business_days": "business day",
@@ -205,24 +205,18 @@ class DeadlineAudit:
                 "limits": {c: {"amount": x.amount, "unit": x.unit, "ext_amount": x.ext_amount,
                                "ext_unit": x.ext_unit} for c, x in limits.items()}}
         expected = {"late": sorted(world.expected()), "due": world.expected(), "conditions": world.conditions()}
-        late_metric = f"late_{nouns}"
+        late_metric = "every_condition"
         metrics = [
-            Metric(late_metric, f"Jaccard of the reported ids with the late {nouns} (a {noun} listed twice, or one "
-                   "on time, costs as much as one missed).",
-                   'return jaccard([[i] for i in EXPECTED["late"]], [[r[0]] for r in out["rows"]])', ("jaccard",),
-                   [p.id]),
-            Metric("due_times", f"Late {nouns} reported with exactly their deadline in UTC, over the union of the "
-                   f"reported and the late {nouns}.",
-                   'got = {}\nfor i, d in out["rows"]:\n    got.setdefault(i, []).append(d)\n'
-                   'right = sum(1 for i, ds in got.items() if ds == [EXPECTED["due"].get(i)])\n'
-                   'union = len(set(got) | set(EXPECTED["late"]))\nreturn right / union if union else 0.0', (),
-                   [p.id]),
             lowest_over("conditions", '[[i] for i in EXPECTED["late"]]', '[[r[0]] for r in out["rows"]]', 1,
                         "every_condition", f"The lowest, over the rule's conditions (the boundary, open {nouns}, "
-                        f"each {cat_field}'s own limit, the unit, the UTC offsets, extensions, the start event), of "
-                        f"the Jaccard of the {nouns} planted to test that condition that are reported with the late "
-                        "ones among them (1 when none of them is late and none is reported): a reading that drops "
-                        "one condition scores 0 here.", [p.id]),
+                        f"each {cat_field}'s own limit, the unit, the UTC offsets, extensions, the start event) and "
+                        f"the other {nouns}, of the Jaccard of the {nouns} planted to test that condition that are "
+                        "reported with the late ones among them (1 when none of them is late and none is reported): "
+                        "a reading that drops one condition scores 0 here.", [p.id]),
+            lowest_over("conditions", '[[i, d] for i, d in EXPECTED["due"].items()]', '[r[:2] for r in out["rows"]]',
+                        1, "due_times", f"The same lowest over the conditions, of late {nouns} reported with "
+                        "exactly their deadline in UTC: a deadline counted without one condition is wrong where "
+                        "that condition decides.", [p.id]),
         ]
         check = CheckScript(LOADER, metrics, {"SEP": '","', "OUT": repr(out)}, ("read_table",))
         text, stated = self._instruction(inp, p, world, export, ext_file, doc, out, cat_field, start_field, end_field,
@@ -235,7 +229,7 @@ class DeadlineAudit:
             slots=Slots(topic="", situation="", ask="", inputs="", guidance="", semantics=[], deliverable="",
                         outputs=[out, "/app/out"], text=text),
             stated=stated,
-            check=check, expected=expected, rubric=self._rubric(inp, p, cat_field, out),
+            check=check, expected=expected, rubric=self._rubric(inp, p, cat_field, out, tuple(world.conditions())),
             solve=solver_script(SOLVER.replace("__SPEC__", repr(json.dumps(spec)))),
             wrong=solver_script(NAIVE.replace("__SPEC__", repr(json.dumps(spec)))),
             cheats=self._cheats(world, out, export),
@@ -328,7 +322,8 @@ class DeadlineAudit:
         quotes = [f"“{d['sentence'].rstrip('.:')}" + ("”" if d.get("column") else ".”") for d in k["deadlines"]]
         return render(request, s.persona, s.tone, s.expertise, inp.seed), [*quotes, *conv, request.deliverable]
 
-    def _rubric(self, inp: ShapeInput, p: Predicate, cat_field: str, out: str) -> RubricSpec:
+    def _rubric(self, inp: ShapeInput, p: Predicate, cat_field: str, out: str,
+                conditions: tuple[str, ...] = ()) -> RubricSpec:
         """Must-do from the metrics; the rule's own polarity for the rest (the generator puts the skill's own
         warnings and advice on these lines first: compose/rubric.complete)."""
         k = p.params
@@ -350,14 +345,15 @@ class DeadlineAudit:
                             f"{strict['sentence']}”.", at)]
             practice = [Bullet(f"Count each {noun}'s limit from “{k.get('start_phrase') or k['start']}” in the "
                                "rule's own unit.", at)]
+        words = {"boundary": "the boundary", "open": f"the open {nouns}", "category": f"its own {cat_field}'s limit",
+                 "extension": "the extension's condition", "unit": "the limit's unit", "offsets": "the UTC offsets",
+                 "start event": "the event the clock starts at"}
+        in_play = [w for c, w in words.items() if any(x.startswith(c + ":") for x in conditions)] or ["the boundary"]
         must = [Bullet(f"List in {out} every {noun} whose {k['event']} came {late}, and no other.",
-                       f"metric:late_{nouns}"),
+                       "metric:every_condition"),
                 Bullet(f"Give each late {noun}'s deadline in UTC, counted from its start in the limit's own unit.",
                        "metric:due_times"),
-                Bullet(f"Apply every condition of the limits to every {noun} ("
-                       + (f"its own {cat_field}'s limit, " if len(ds) > 1 else "the event the clock starts at, "
-                          if k.get("start_phrase") else "")
-                       + f"the unit, the UTC offsets, the open {plural(noun)}), none dropped.",
+                Bullet(f"Apply every condition of the limits to every {noun} ({', '.join(in_play)}), none dropped.",
                        "metric:every_condition")]
         ext = next((d for d in ds if d["ext_amount"]), None)
         if ext:

@@ -151,12 +151,17 @@ STRATA = (("inside", False), ("at_limit", False), ("just_late", True), ("long_la
           ("ext_late", True), ("weekend_trap", False), ("month_end_trap", True), ("offset_trap", True),
           ("earlier_trap", False), ("not_covered", False))
 
-# Which condition of the rule each trap stratum tests ("inside" and "long_late" test none).
-CONDITION_OF = {"at_limit": "boundary", "just_late": "boundary", "open_overdue": "open", "open_not_due": "open",
-                "stricter_only": "category", "laxer_only": "category", "ext_saves": "extension",
-                "ext_late": "extension",
-                "weekend_trap": "unit", "month_end_trap": "unit", "offset_trap": "offsets",
-                "earlier_trap": "start_event", "not_covered": "start_event"}
+# Which condition of the rule each trap stratum tests ("inside" and "long_late" test none). Each stratum is a group
+# of its own: the records whose verdict one dropped condition flips (an extension ignored turns `ext_saves` late but
+# leaves `ext_late` late), so a reading that drops it scores 0 on that group.
+CONDITION_OF = {"at_limit": "boundary: ending exactly at the deadline", "just_late": "boundary: one minute past",
+                "open_overdue": "open: past the deadline at export", "open_not_due": "open: not yet due at export",
+                "stricter_only": "category: within its own limit, past a stricter one's",
+                "laxer_only": "category: past its own limit, within a laxer one's",
+                "ext_saves": "extension: saved by an approved one", "ext_late": "extension: late even with one",
+                "weekend_trap": "unit: business days skip a weekend", "month_end_trap": "unit: a short month",
+                "offset_trap": "offsets: compared as instants", "earlier_trap": "start event: not the earlier one",
+                "not_covered": "start event: never happened"}
 
 
 def _strata(limits: dict[str, Limit], n: int, rng: random.Random, named_start: bool = False,
