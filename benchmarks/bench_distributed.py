@@ -11,7 +11,9 @@ Usage (a quiet machine: the speed-up is a timing; see docs/benchmarks.md):
 --kill-trials  on a 2-host deployment, per trial one skill's pipeline run, kill -9 of its worker once
                task_bundles has started; counts partitions and assets lost (0 materializations by the run and its
                retry) or duplicated (> 1), and duplicate task names (target: 0 of each in 10 trials)
-The head (daemon, run queue, Postgres) is not pinned. Figures go to WORK/figures.json too, with the load average.
+The head (daemon, run queue, Postgres) and the Docker engine are not pinned: they share the hosts' cores, and the
+speed-up prints their CPU seconds per run, the machine's busy cores and each run's queued/running time, so that a
+figure below target says where the time went. Figures go to WORK/figures.json too, with the load average.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from skill2env_dagster.artifacts import TASKS
 from skill2env_dagster.store import ArtifactStore
 from tests.support.distributed import (
+    DONE,
     Deployment,
     deployment,
     hub_sources,
@@ -74,6 +77,7 @@ def speed(hub: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int
         eligible = prepare(d, instance)
         chosen = sorted(random.Random(seed).sample(eligible, min(n, len(eligible))))
         cpu0 = {h: host_cpu_s(h) for h in d.hosts}
+        others0 = other_cpu_s(d)
         start_load, t0, since = load(), time.monotonic(), time.time()
         d.backfill("skill_pipeline", chosen)
         deadline = time.monotonic() + 6 * 3600
@@ -87,14 +91,80 @@ def speed(hub: Path, work: Path, hosts: int, n: int, seed: int, concurrency: int
             time.sleep(2)
         wall = time.monotonic() - t0
         cpu = {h[-2:]: round(host_cpu_s(h) - cpu0[h], 1) for h in d.hosts}
+        others = {k: round(v - others0[k], 1) for k, v in other_cpu_s(d).items()}
         by_host: dict[str, int] = {}
         for r in runs:
             h = d.host_of(r)
             by_host[h[-2:]] = by_host.get(h[-2:], 0) + 1
+        records = instance.get_run_records(filters=dg.RunsFilter(run_ids=[r.run_id for r in runs]))
+        store = ArtifactStore(d.root / "artifacts")
         return {"hosts": hosts, "skills": len(chosen), "wall_s": round(wall, 1),
                 "failed": sum(r.status == dg.DagsterRunStatus.FAILURE for r in runs), "runs_by_host": by_host,
-                "cpu_s_by_host": cpu,
+                "cpu_s_by_host": cpu, "cpu_s_elsewhere": others,
+                "timeline": timeline(records, hosts * concurrency, wall),
+                "tasks": sum(len(store.load(TASKS, k).bundles) for k in chosen if store.exists(TASKS, k)),
                 "load_before": start_load, "load_after": load()}
+
+
+def timeline(records: list[Any], slots: int, wall: float) -> dict[str, float]:
+    """Where a backfill's wall time went, from Dagster's run records: queued (created -> started: the daemon's run
+    queue and the broker), running (started -> ended), and the share of the hosts' run slots that were busy."""
+    spans = [(r.create_timestamp.timestamp(), r.start_time, r.end_time) for r in records
+             if r.start_time and r.end_time]
+    if not spans:
+        return {}
+    running = sorted(e - s for _, s, e in spans)
+    return {"runs": len(spans), "queued_mean_s": round(sum(s - c for c, s, _ in spans) / len(spans), 1),
+            "run_mean_s": round(sum(running) / len(running), 1), "run_median_s": round(running[len(running) // 2], 1),
+            "run_max_s": round(running[-1], 1), "slot_busy": round(sum(running) / (slots * wall), 2)}
+
+
+def other_cpu_s(d: Deployment) -> dict[str, float]:
+    """CPU seconds (cumulative) of what is not a worker host: the head (its code server and daemon with their
+    children), the deployment's Postgres cluster, the Docker engine (dockerd + containerd: shared with anything else
+    on this machine) and the whole machine (/proc/stat: everyone's). On this 2-core machine they share the cores
+    the hosts are pinned to."""
+    port = d.env["S2E_PG_URL"].rsplit(":", 1)[1].split("/")[0]
+    clusters = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True).stdout.splitlines()
+    data = next((row.split()[5] for row in clusters if row.split()[2] == port), None)
+    postmaster = int(Path(data, "postmaster.pid").read_text().split()[0]) if data else None
+    engine = [int(p) for p in os.listdir("/proc") if p.isdigit() and _comm(p) in ("dockerd", "containerd")]
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    busy = sum(int(x) for i, x in enumerate(fields[:8]) if i not in (3, 4))  # all but idle and iowait
+    return {"head": _tree_cpu_s(d.head_pids), "postgres": _tree_cpu_s([postmaster] if postmaster else []),
+            "engine": _tree_cpu_s(engine), "machine": busy / os.sysconf("SC_CLK_TCK")}
+
+
+def _comm(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _tree_cpu_s(roots: list[int]) -> float:
+    """CPU seconds of these processes and all their descendants, live or ended (an ended child's time is in its
+    parent's cutime/cstime once reaped)."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(p)] = stat
+        children.setdefault(int(stat[1]), []).append(int(p))
+    total, todo, seen = 0, list(roots), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid not in stats:
+            continue
+        seen.add(pid)
+        total += sum(int(x) for x in stats[pid][11:15])  # utime stime cutime cstime
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def host_cpu_s(host: str) -> float:
@@ -136,10 +206,11 @@ def kill_trials(hub: Path, work: Path, trials: int, seed: int, skills: list[str]
                 assert instance.get_run_by_id(victim).status not in (dg.DagsterRunStatus.SUCCESS,
                                                                       dg.DagsterRunStatus.FAILURE)
                 time.sleep(0.3)
-            d.kill_run_worker(d.host_of(instance.get_run_by_id(victim)))
+            alive = d.kill_run_worker(d.host_of(instance.get_run_by_id(victim)),
+                                      lambda v=victim: instance.get_run_by_id(v).status not in DONE)
             failed = wait_run(instance, victim)
-            if failed.status == dg.DagsterRunStatus.SUCCESS:  # it finished before the kill landed: no trial
-                print(f"  {key}: the run finished before the kill, trial not counted", flush=True)
+            if not alive:  # it ended before its host froze: no trial
+                print(f"  {key}: the run ended before the kill, trial not counted", flush=True)
                 missed += 1
                 continue
             deadline = time.monotonic() + 600
@@ -201,6 +272,12 @@ def main() -> int:
         figures["cpu_speedup"] = round(cpu1 / cpu2, 2) if cpu2 else None
         print(f"2 hosts vs 1: {figures['speedup']}x wall (target >= 1.6); CPU seconds {cpu1:.0f} on one host, "
               f"{figures['hosts_2']['cpu_s_by_host']} on two: {figures['cpu_speedup']}x")
+        for h in ("hosts_1", "hosts_2"):
+            f, runs = figures[h], figures[h]["skills"]
+            per_run = {k: round(v / runs, 2) for k, v in
+                       {"hosts": sum(f["cpu_s_by_host"].values()), **f["cpu_s_elsewhere"]}.items()}
+            print(f"{h}: {f['tasks']} tasks; CPU seconds per run {per_run}; machine cores busy "
+                  f"{f['cpu_s_elsewhere']['machine'] / f['wall_s']:.2f} of {os.cpu_count()}; runs {f['timeline']}")
     if a.kill_trials:
         figures["kill"] = kill_trials(sources, work, a.kill_trials, a.seed,
                                       [s for s in a.kill_skills.split(",") if s], pg_env)

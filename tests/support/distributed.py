@@ -13,7 +13,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +46,7 @@ class Deployment:
     label: str
     hosts: list[str] = field(default_factory=list)
     workspace: str = WORKSPACE
+    head_pids: list[int] = field(default_factory=list)  # the head's code server and daemon (their CPU, for benches)
 
     def dagster(self, *args: str, timeout: float = 180) -> str:
         proc = subprocess.run([str(VENV_BIN / "dagster"), *args], cwd=REPO, env=self.env, capture_output=True,
@@ -82,14 +83,32 @@ class Deployment:
         finally:
             subprocess.run(["docker", "start", host], check=True, capture_output=True)
 
-    def kill_run_worker(self, host: str) -> None:
-        """kill -9 of the Celery pool process executing a run: a child of the worker's main process (PID 1)."""
-        script = ("import os, signal\n"
-                  "for p in os.listdir('/proc'):\n"
-                  "    if p.isdigit() and int(p) != os.getpid() and open(f'/proc/{p}/stat').read().split(')')[-1]"
-                  ".split()[1] == '1':\n"
-                  "        os.kill(int(p), signal.SIGKILL)\n")
-        subprocess.run(["docker", "exec", host, "python", "-c", script], check=True, timeout=60)
+    def kill_run_worker(self, host: str, still_running: Callable[[], bool] = lambda: True) -> bool:
+        """kill -9 of the Celery pool processes of `host` (the children of its worker's main process), which execute
+        its runs. The host is frozen (`docker pause`, the cgroup freezer) from before `still_running` is asked until
+        the SIGKILL is sent: nothing a run does can happen between the check and the kill (a run that ended before
+        the freeze is not killed: returns False). The signal is delivered when the host thaws, before the process
+        runs another instruction."""
+        subprocess.run(["docker", "pause", host], check=True, capture_output=True)
+        try:
+            if not still_running():
+                return False
+            main = subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", host], check=True,
+                                  capture_output=True, text=True).stdout.strip()
+            pool = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == main]
+            assert pool, f"{host}: no pool process under its worker (pid {main})"
+            for pid in pool:
+                os.kill(pid, signal.SIGKILL)
+            return True
+        finally:
+            subprocess.run(["docker", "unpause", host], check=True, capture_output=True)
+
+
+def _ppid(pid: str) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    except (OSError, IndexError):  # the process ended meanwhile
+        return None
 
 
 def _code_server(root: Path, env: dict[str, str], wait: float = 300) -> tuple[subprocess.Popen, str]:
@@ -185,6 +204,7 @@ def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurre
         with open(root / "daemon.log", "wb") as log:
             daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", d.workspace], cwd=REPO,
                                       env=d.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        d.head_pids = [code_server.pid, daemon.pid]
         d.dagster("sensor", "stop", "skillhub_change_sensor", "-w", d.workspace)
         for name, cpuset in hosts:
             started = subprocess.run(["bash", str(CELERY / "worker-host.sh"), f"{label}-{name}", cpuset,
