@@ -56,9 +56,8 @@ class RulesInPlay:
 
     @classmethod
     def from_blueprint(cls, bp: TaskBlueprint) -> RulesInPlay:
-        rules = tuple(RuleInPlay(p.id, p.statement, src,
-                                 tuple(str(p.params[k]) for k in ("token", "replacement") if p.params.get(k)))
-                      for p in bp.predicates for src in [p.source.label, *p.lines()])
+        rules = tuple(RuleInPlay(p.id, p.statement, src, p.tokens()) for p in bp.predicates
+                      for src in [p.source.label, *p.lines()])
         return cls(rules, tuple(c.metric for c in bp.acceptance), tuple(bp.deliverables))
 
     @classmethod

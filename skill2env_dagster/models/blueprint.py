@@ -48,6 +48,12 @@ class Predicate(_Model):
         extra = self.params.get("sources") or []
         return [str(s) for s in extra if str(s) != self.source.label]
 
+    def tokens(self) -> tuple[str, ...]:
+        """What the rule names that a rubric bullet may name to be about it: its token and replacement, and the
+        `terms` of what it decides (a flag's label words)."""
+        named = [self.params.get(k) for k in ("token", "replacement")] + list(self.params.get("terms") or [])
+        return tuple(str(t) for t in named if isinstance(t, str) and t)
+
 
 class Challenge(_Model):
     """One difficulty pattern as it is instantiated in this task."""
@@ -128,9 +134,7 @@ class TaskBlueprint(_Model):
             "blueprint_rule_lines": [f"{p.id} {src}" for p in self.predicates for src in p.lines()],
             "blueprint_metrics": [c.metric for c in self.acceptance],
             "blueprint_deliverables": list(self.deliverables),
-            "blueprint_rule_tokens": [f"{p.id}: {p.params[k]}" for p in self.predicates
-                                      for k in ("token", "replacement") if isinstance(p.params.get(k), str)
-                                      and p.params[k]],
+            "blueprint_rule_tokens": [f"{p.id}: {t}" for p in self.predicates for t in p.tokens()],
             "blueprint_required_steps": self.complexity.required_steps,
             "blueprint_files_to_read": self.complexity.files_to_read,
             "blueprint_dependent_steps": self.complexity.dependent_steps,

@@ -96,3 +96,14 @@ def warnings(k: SkillKnowledge, sources: set[str], exclude: Collection[str] = ()
 
 def advice(k: SkillKnowledge, sources: set[str], exclude: Collection[str] = (), limit: int = 2) -> list[Sentence]:
     return [s for s in on_lines(k, sources, exclude) if is_advice(s)][:limit]
+
+
+def naming(k: SkillKnowledge, terms: Collection[str], exclude: Collection[str] = ()) -> list[Sentence]:
+    """The skill's sentences anywhere in it that name one of `terms` (a flag's label, a forbidden type) as a whole
+    word: a warning about the thing a rule decides bears on the task even when it is written in another section
+    ("Never delete duplicates without explicit confirmation" for the `Suspicious duplicates` flag)."""
+    said = " | ".join(exclude)
+    pats = [re.compile(r"\b" + re.escape(t.lower()) + r"\b") for t in terms if len(t) >= 4]
+    out = [s for s in _sentences(k) if readable(s.text) and " ".join(s.text.lower().split()) not in said
+           and any(p.search(s.text.lower()) for p in pats)]
+    return sorted(out, key=lambda s: (s.ref.file, s.ref.line))

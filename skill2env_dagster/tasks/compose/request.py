@@ -8,8 +8,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from skill2env_dagster.tasks.compose.instruction import role
-
 
 @dataclass
 class Request:
@@ -25,16 +23,20 @@ class Request:
 
 
 def render(r: Request, persona: str, tone: str, expertise: str, seed: int) -> str:
+    """The request in one of the tones. No persona line ("I'm on the engineering team"): the role an axis draws
+    rarely fits the skill's domain (an engineer auditing GDPR notifications, blind review 2), and a real request
+    says what is wanted, not who asks; `persona` stays in the task's metadata."""
     rng = random.Random(seed)
     extra = " ".join(r.extra)
     hint = f" {r.hint}" if expertise == "novice" and r.hint else ""
+    ask = r.ask[:1].lower() + r.ask[1:].rstrip(".")
     if tone == "first_person_ask":
-        opener = rng.choice(["Hi!", "Hello,", "Quick request:"])
-        paras = [f"{opener} I'm {role(persona)}. {r.situation}", f"{r.rules} {r.conventions}",
-                 f"Could you take care of it? {r.deliverable} {extra}{hint}"]
+        opener = rng.choice(["Hi!", "Hello!", "Hi all!"])
+        paras = [f"{opener} {r.situation}", f"{r.rules} {r.conventions}",
+                 f"Could you {ask}? {r.deliverable} {extra}{hint}"]
     elif tone == "ticket_snippet":
-        paras = [f"Ticket OPS-{rng.randint(1000, 9999)} (from someone {role(persona)}): {r.ask} {r.situation}",
-                 f"{r.rules} {r.conventions}", f"Done when: {r.deliverable} {extra}{hint}"]
+        paras = [f"Ticket OPS-{rng.randint(1000, 9999)}: {r.ask} {r.situation}",
+                 f"{r.rules} {r.conventions}", f"{r.deliverable} {extra}{hint}"]
     elif tone == "example_driven":
         paras = [f"{r.situation} {r.ask}", f"{r.rules} {r.conventions}", f"{r.deliverable} {extra}{hint}"]
     else:  # imperative_brief

@@ -49,14 +49,20 @@ def rule_bullet(p: Predicate, how: str) -> Bullet:
 
 
 def complete(spec: RubricSpec, k: SkillKnowledge, preds: list[Predicate]) -> RubricSpec:
-    """The skill's own warnings (Must-avoid) and advice (Best-practice) written on the lines of the rules in play
-    first, then the shape's bullets derived from those rules."""
+    """Must-avoid: the skill's own warnings and prohibitions, written on the lines of the rules in play or naming
+    what those rules decide (their predicates' `terms`); Best-practice: its advice on those lines. The shape's
+    bullets derived from the rules fill a section only where the skill itself says nothing there (the rubric needs
+    one bullet per section): a generator-made "Holding a ticket to another priority's limit" is no warning of the
+    skill's."""
     sources = {label for p in preds for label in (p.source.label, *p.lines())}
     said = {" ".join(p.statement.lower().split()) for p in preds}
     warned = [Bullet(s.text, s.ref.label) for s in polarity.warnings(k, sources, said, MAX_BULLETS)]
+    terms = [t for p in preds for t in p.params.get("terms", [])]
+    named = [s for s in polarity.naming(k, terms, said) if polarity.is_warning(s)] if terms else []
+    warned = _merge(warned, [Bullet(s.text, s.ref.label) for s in named])
     advised = [Bullet(s.text, s.ref.label) for s in polarity.advice(k, sources, said, MAX_BULLETS)]
-    avoid = _merge(warned, spec.must_avoid)
-    practice = _merge(advised, spec.best_practice)
+    avoid = warned or spec.must_avoid
+    practice = advised or spec.best_practice
     return RubricSpec(spec.must_do, avoid[:MAX_BULLETS], practice[:MAX_BULLETS])
 
 

@@ -70,7 +70,11 @@ def predicate(flags: list[Flag]) -> Predicate:
     first = flags[0]
     params = {"flags": [{"label": f.label, "kind": f.kind, "fields": list(f.fields), "value": f.value,
                          "sentence": f.sentence, "line": f.ref.line} for f in flags],
-              "sources": [f.ref.label for f in flags]}
+              "sources": [f.ref.label for f in flags],
+              # What the flags are about, by name: the skill's warnings that name one bear on the task wherever
+              # they are written ("Never delete duplicates without explicit confirmation").
+              "terms": sorted({w for f in flags for w in re.findall(r"[A-Za-z]{5,}", f.label)}
+                              | {w.lower() for f in flags for w in re.findall(r"[A-Za-z]{5,}", f.label)})}
     statement = "; ".join(f.sentence for f in flags)
     return Predicate(id="R0", kind="flag", subject="ledger entries", statement=statement[:400], params=params,
                      source=first.ref)

@@ -330,7 +330,8 @@ class SkillFolderAudit:
                        "dropped.", "metric:every_condition")]
         first = next(iter(ids.values()))
         at = f"{first['file']}:{first['line']}"
-        limit = next((r for r in ids.values() if r["part"] in ("name", "description", "body", "file")), None)
+        limit = next((r for r in ids.values() if r["part"] in ("name", "description", "body", "file")
+                      and not r["sentence"].lstrip().startswith("[")), None)
         avoid = [Bullet(f"Passing a file past the limit of “{limit['sentence'].rstrip('.')}” because it is only "
                         "just past it.", f"{limit['file']}:{limit['line']}")] if limit else []
         toc = next((r for r in ids.values() if r["part"] == "toc"), None)

@@ -323,6 +323,7 @@ class SqlTypeAudit:
         if alike:
             avoid.append(Bullet("Flagging `timestamp with time zone` or `timestamptz`, which the playbook asks for.",
                                 f"{p.source.file}:{alike['line']}"))
-        practice = [Bullet(f"Replace each offending type with the one the playbook names ({types[0]['spelling']}: "
-                           f"use {types[0]['instead']}).", at)]
+        practice = [Bullet(f"Read each forbidden type together with the one the playbook names instead "
+                           f"({types[0]['spelling']}: use {types[0]['instead']}), so a column already declared with "
+                           "the replacement is not reported.", at)]
         return RubricSpec(must, avoid, practice)
