@@ -151,6 +151,7 @@ def test_every_file_task_is_honest_on_the_host(skills_dir, skill_name, shape, co
 DROPS = {
     "ledger_flags": {
         "duplicates by one field": [("x[a] == y[a] and ", "")], "no window": [(" and close", "")],
+        "window without its last day": [('.days) <= f["value"]', '.days) < f["value"]')],
         "at the bound": [('float(r["amount"]) > f["value"]', 'float(r["amount"]) >= f["value"]')],
         "any empty cell": [('float(r["amount"]) > f["value"] and ', "")],
         "spaces not empty": [('if not r[f["fields"][0]].strip()]', 'if not r[f["fields"][0]]]')]},

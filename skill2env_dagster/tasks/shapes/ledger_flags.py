@@ -142,10 +142,12 @@ def plant(flags: list[dict[str, Any]], n: int, rng: random.Random) -> tuple[list
             a, b = x["fields"]
             window = int(x["value"])
             both = f"{label}: both `{a}` and `{b}` equal"
-            pairs = [(window, "", ""), (max(0, window - 2), "", ""),
-                     (window + 1, "", f"{label}: the window"), (window + 3, "", f"{label}: the window"),
-                     (2 * window + 4, "", f"{label}: the window"),
-                     (1, b, both), (0, a, both), (1, a, both), (min(2, window), a, both)]
+            last = f"{label}: the window takes in its last day"
+            past = f"{label}: the window"
+            pairs = [(window, "", last), (window, "", last), (max(0, window - 2), "", ""),
+                     (window + 1, "", past), (window + 2, "", past), (window + 4, "", past),
+                     (2 * window + 4, "", past),
+                     (1, b, both), (0, a, both), (1, a, both), (min(2, window), a, both), (window, a, both)]
             for gap, differ, condition in pairs:
                 first = dict(rng.choice(pristine))
                 first[a] = rng.choice(VENDORS) if a == "vendor" else first[a]
