@@ -25,7 +25,7 @@ from skill2env_dagster.tasks.compose.rubric import Bullet, RubricSpec
 from skill2env_dagster.tasks.predicates.commands import matches, simple_commands
 from skill2env_dagster.tasks.shapes.base import Design, ShapeInput, solver_script
 from skill2env_dagster.tasks.verify import cheats
-from skill2env_dagster.tasks.verify.checkpy import CheckScript, Metric
+from skill2env_dagster.tasks.verify.checkpy import CheckScript, lowest_over, lowest_per_label
 
 SESSIONS = "/app/transcripts"
 OUT = "/app/out/blocked_calls.csv"
@@ -115,41 +115,50 @@ def _blocked(words: list[str], rng: random.Random) -> str:
     return shlex.join([*words, *extra])
 
 
-def _near(words: list[str], rng: random.Random) -> list[str]:
-    """Commands that look like the pattern but that its words, read strictly, do not block (a chain inside quotes is
-    one word of an `echo`, so splitting the line at `&&` without its quoting finds the pattern there)."""
+def _near(words: list[str], rng: random.Random) -> list[tuple[str, str]]:
+    """Commands that look like the pattern but that its words, read strictly, do not block, each with the condition
+    it tests (a chain inside quotes is one word of an `echo`, so splitting the line at `&&` without its quoting finds
+    the pattern there)."""
     prog, sub, rest = words[0], words[1], words[2:]
-    out = [shlex.join([prog, "help", sub]), f"echo {shlex.quote('do not run ' + ' '.join(words))}",
-           f"echo {shlex.quote('tests pass && ' + ' '.join(words))}"]
+    out = [(shlex.join([prog, "help", sub]), "the subcommand, not an argument"),
+           (f"echo {shlex.quote('do not run ' + ' '.join(words))}", "a command, not a message"),
+           (f"echo {shlex.quote('tests pass && ' + ' '.join(words))}", "shell quoting")]
     for i, w in enumerate(rest):
         if re.fullmatch(r"-[A-Za-z]", w):
-            out.append(shlex.join([prog, sub, *rest[:i], w.swapcase(), *rest[i + 1:], rng.choice(ARGS[2:5])]))
+            out.append((shlex.join([prog, sub, *rest[:i], w.swapcase(), *rest[i + 1:], rng.choice(ARGS[2:5])]),
+                        "letter case"))
         elif not w.startswith("-"):
-            out.append(shlex.join([prog, sub, *rest[:i], rng.choice(("src/app.py", "README.md")), *rest[i + 1:]]))
+            out.append((shlex.join([prog, sub, *rest[:i], rng.choice(("src/app.py", "README.md")), *rest[i + 1:]]),
+                        "every word of the pattern"))
     return out
 
 
-def plant(patterns: list[dict[str, Any]], n_sessions: int, rng: random.Random) -> list[list[tuple[str, str]]]:
+def plant(patterns: list[dict[str, Any]], n_sessions: int,
+          rng: random.Random) -> tuple[list[list[tuple[str, str]]], dict[str, list[str]]]:
     """Sessions of (call id, command): every pattern blocked at least once (one of them chained after harmless
-    commands), its near misses spread over the sessions, harmless calls around them."""
-    calls: list[str] = []
+    commands), its near misses spread over the sessions, harmless calls around them; and the calls planted to test
+    each condition of the matching ('session|call_id', what `every_condition` grades)."""
+    calls: list[tuple[str, str]] = []
     for p in patterns:
         words = p["words"]
-        calls.append(_blocked(words, rng))
+        calls.append((_blocked(words, rng), ""))
         if words[0] in GLOBAL_OPTION:  # an option before the subcommand: still the blocked subcommand
-            calls.append(shlex.join([words[0], GLOBAL_OPTION[words[0]], *words[1:]]))
+            calls.append((shlex.join([words[0], GLOBAL_OPTION[words[0]], *words[1:]]), "an option before it"))
         calls += _near(words, rng)
     chained = rng.choice(patterns)["words"]
-    calls.append(f"{rng.choice(SAFE)} && {_blocked(chained, rng)}")
+    calls.append((f"{rng.choice(SAFE)} && {_blocked(chained, rng)}", "a chain of commands"))
     prog = patterns[0]["words"][0]
-    calls += [f"{prog} {rng.choice(SAFE_SUB)}" for _ in range(len(patterns) + 2)]
-    calls += [rng.choice(SAFE) for _ in range(len(patterns))]
+    calls += [(f"{prog} {rng.choice(SAFE_SUB)}", "") for _ in range(len(patterns) + 2)]
+    calls += [(rng.choice(SAFE), "") for _ in range(len(patterns))]
     rng.shuffle(calls)
     sessions: list[list[tuple[str, str]]] = [[] for _ in range(n_sessions)]
-    for i, cmd in enumerate(calls):
+    conditions: dict[str, list[str]] = {}
+    for i, (cmd, condition) in enumerate(calls):
         call_id = f"toolu_{rng.randrange(16 ** 8):08x}"
         sessions[i % n_sessions].append((call_id, cmd))
-    return sessions
+        if condition:
+            conditions.setdefault(condition, []).append(f"session-{i % n_sessions + 1:02d}|{call_id}")
+    return sessions, conditions
 
 
 def render_session(calls: list[tuple[str, str]], rng: random.Random) -> str:
@@ -184,7 +193,7 @@ class CommandGuardAudit:
         patterns = p.params["patterns"]
         rng = inp.rng("sessions")
         n_sessions = 3 + inp.level
-        sessions = plant(patterns, n_sessions, rng)
+        sessions, conditions = plant(patterns, n_sessions, rng)
         files: dict[str, str | bytes] = {}
         expected_rows: list[list[str]] = []
         for i, calls in enumerate(sessions):
@@ -196,19 +205,20 @@ class CommandGuardAudit:
         n_calls = sum(len(c) for c in sessions)
         if not expected_rows or len(expected_rows) * 2 >= n_calls:
             raise ValueError("the sessions give no blocked call or too many")
-        expected = {"blocked": sorted([s, c] for s, c, _ in expected_rows),
-                    "pattern": {f"{s}|{c}": pat for s, c, pat in expected_rows}}
+        expected = {"blocked": sorted(expected_rows), "patterns": [str(x["text"]) for x in patterns],
+                    "conditions": conditions}
         spec = {"dir": SESSIONS, "out": OUT, "patterns": patterns}
         metrics = [
-            Metric("blocked_calls", "Jaccard of the reported (session, call_id) pairs with the calls the guard blocks "
-                   "(a harmless call listed, or one listed twice, costs as much as a missed one).",
-                   'return jaccard(EXPECTED["blocked"], [r[:2] for r in out["rows"]])', ("jaccard",), [p.id]),
-            Metric("patterns", "Blocked calls reported with the pattern that blocks them, over the union of the "
-                   "reported and the blocked calls.",
-                   'got = {}\nfor s, c, pat in out["rows"]:\n    got.setdefault(s + "|" + c, []).append(pat)\n'
-                   'right = sum(1 for k, ps in got.items() if ps == [EXPECTED["pattern"].get(k)])\n'
-                   'union = len(set(got) | set(EXPECTED["pattern"]))\nreturn right / union if union else 0.0', (),
-                   [p.id]),
+            lowest_per_label('EXPECTED["blocked"]', '[r[:3] for r in out["rows"]]', 2, "patterns", "blocked_calls",
+                             "The lowest, over the blocked patterns, of the Jaccard of the reported (session, "
+                             "call_id, pattern) rows under that pattern with the calls it blocks (a harmless call "
+                             "listed, one listed twice or under another pattern, costs as much as a missed one), "
+                             "times the share of rows naming a pattern of the list.", [p.id]),
+            lowest_over("conditions", 'EXPECTED["blocked"]', '[r[:3] for r in out["rows"]]', 2, "every_condition",
+                        "The lowest, over the matching's conditions (the subcommand, not an argument; a command, not "
+                        "a message; shell quoting; letter case; every word of the pattern; an option before the "
+                        "subcommand; a chain of commands), of the Jaccard of the rows about the calls planted to "
+                        "test that condition (1 when none of them is blocked and none is reported).", [p.id]),
         ]
         check = CheckScript(LOADER, metrics, {"SEP": '","', "OUT": repr(OUT)}, ("read_table",))
         text, stated = self._instruction(inp, p, doc)
@@ -230,7 +240,7 @@ class CommandGuardAudit:
             challenges=[Challenge(pattern="", dimension="", effect="boundary",
                                   instantiation="near misses of every pattern: the subcommand as an argument, a flag "
                                                 "in the other case, another argument, the pattern quoted",
-                                  tested_by=["blocked_calls"])],
+                                  tested_by=["every_condition"])],
             facts=[f"{SESSIONS}: {n_sessions} transcripts, one JSON event per line",
                    f"{doc}: the blocked list, quoted"],
             boundary=InformationBoundary(stated=["the blocked patterns, quoted", "how a command is matched",
@@ -279,7 +289,8 @@ class CommandGuardAudit:
         at = f"{p.source.file}:{p.source.line}"
         must = [Bullet("Report every tool call whose command, or one of its chained commands, matches a blocked "
                        "pattern, and no other.", "metric:blocked_calls"),
-                Bullet("Name the pattern that blocks each reported call.", "metric:patterns")]
+                Bullet("Read each pattern word by word on each simple command (quoting, letter case, options before "
+                       "the subcommand), none of its conditions dropped.", "metric:every_condition")]
         flags = [x for x in patterns if any(re.fullmatch(r"-[A-Za-z]", w) for w in x["words"][2:])]
         flag = next((x for x in flags if any(re.fullmatch(r"-[A-Z]", w) for w in x["words"][2:])), None) or (
             flags[0] if flags else None)
