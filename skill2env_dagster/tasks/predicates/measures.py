@@ -70,6 +70,7 @@ def _comparator(m: re.Match[str]) -> str:
 def _sentence(line: str, at: int = 0) -> str:
     """The sentence of `line` that holds position `at` (where the rule matched), as plain text."""
     text = " ".join(plain(line).split()).lstrip("-*0123456789. ").strip()
+    text = re.sub(r"^\[[ xX]?\]\s*", "", text)  # a checklist item's box: "[ ] YAML frontmatter with …"
     parts = sentences(text) or [text]
     anchor = plain(line[at:at + 30]).strip()[:12]
     return next((p for p in parts if anchor and anchor in p), parts[0])

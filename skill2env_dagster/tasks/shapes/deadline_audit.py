@@ -335,8 +335,8 @@ class DeadlineAudit:
             limits = ", ".join(f"{d['category']} {_limit_text(d)}" for d in ds)
             late = f"after the limit for its {cat_field} ({limits})"
             avoid = [Bullet(f"Holding {with_article(noun)} to another {cat_field}'s limit: the playbook gives "
-                            f"{strict['category']} “{strict['sentence']}” and {lax['category']} "
-                            f"“{lax['sentence']}”.", at)]
+                            f"{strict['category']} {_limit_text(strict)} and {lax['category']} {_limit_text(lax)}.",
+                            at)]
             practice = [Bullet(f"Read each {noun}'s {cat_field} before choosing its limit, as the playbook's limits "
                                f"differ per {cat_field}.", at)]
         else:
