@@ -1,11 +1,17 @@
 """A private Docker engine for fault tests and benchmarks: a second `dockerd` of our own (its own socket,
---data-root, --exec-root, --pidfile and managed containerd; no bridge, no iptables rules), which may be stopped and
+--data-root, --exec-root, --pidfile, managed containerd and bridge; no iptables rules), which may be stopped and
 restarted mid-gate without touching the machine's shared engine or anyone else's containers. It pulls the base
-images from the local registry (127.0.0.1:5000) like any engine does, on the first build that needs them."""
+images from the local registry (127.0.0.1:5000) like any engine does, on the first build that needs them.
+
+Why a bridge of its own and never `--bridge none`: a dockerd started with the bridge disabled deletes the link
+named `docker0` of its network namespace (Moby's configureNetworking calls removeDefaultBridgeInterface), which is
+the SHARED engine's bridge here; every default-network build and container on the machine then failed with "could
+not find bridge docker0" until the shared engine was restarted (seen three times on 4 Dec 2026)."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import signal
@@ -40,11 +46,22 @@ class PrivateEngine:
     def pidfile(self) -> Path:
         return self.root / "docker.pid"
 
+    @property
+    def bridge(self) -> str:
+        """This engine's own bridge link (<= 15 characters, from its root)."""
+        return "s2e" + hashlib.sha1(str(self.root).encode()).hexdigest()[:10]
+
+    @property
+    def bridge_cidr(self) -> str:
+        """Its address, given before dockerd starts: left to choose, dockerd takes 172.17.0.0/16 whenever the shared
+        engine's docker0 is down or restarting, and the two engines' networks then collide."""
+        return f"10.213.{int(hashlib.sha1(str(self.root).encode()).hexdigest()[10:14], 16) % 250 + 1}.1/24"
+
     def argv(self) -> list[str]:
         r = self.root
         (r / "daemon.json").write_text("{}\n")  # none of the machine's /etc/docker/daemon.json
         return ["dockerd", "--config-file", str(r / "daemon.json"), "-H", self.url, "--data-root", str(r / "data"),
-                "--exec-root", str(r / "exec"), "--pidfile", str(self.pidfile), "--bridge", "none",
+                "--exec-root", str(r / "exec"), "--pidfile", str(self.pidfile), "--bridge", self.bridge,
                 "--iptables=false", "--ip-forward=false", "--ip-masq=false", "--userland-proxy=false",
                 "--cgroup-parent", f"/s2e-engine-{r.name}", "--shutdown-timeout", "5"]
 
@@ -55,6 +72,12 @@ class PrivateEngine:
         if shutil.which("dockerd") is None:
             raise EngineUnavailableError("no dockerd on PATH (scripts/docker-up.sh installs docker.io)")
         self.root.mkdir(parents=True, exist_ok=True)
+        if subprocess.run(["ip", "link", "show", self.bridge], capture_output=True).returncode != 0:
+            made = subprocess.run(f"ip link add name {self.bridge} type bridge && ip addr add {self.bridge_cidr} "
+                                  f"dev {self.bridge}", shell=True, capture_output=True, text=True)
+            if made.returncode != 0:
+                raise EngineUnavailableError(f"could not create the private engine's bridge {self.bridge}: "
+                                             f"{made.stderr.strip()}")
         with open(self.log or self.root / "dockerd.log", "ab") as out:
             subprocess.Popen(self.argv(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + wait
@@ -99,6 +122,7 @@ class PrivateEngine:
         subprocess.run(["bash", "-c", f"grep -o ' {self.root}/[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l"],
                        capture_output=True)
         shutil.rmtree(self.root, ignore_errors=True)
+        subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True)
 
 
 class RestartOnExec:
