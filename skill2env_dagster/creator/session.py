@@ -65,6 +65,7 @@ SYSTEM = "creator_system.j2"
 BRIEF = "creator_brief.j2"
 WRITE_CHARS = 1_000_000
 TURNS = {"easy": "3-5", "medium": "5-10", "hard": "10-20", "complex": "20+"}
+QUOTES = "the world hands over the skill (the solver must bring its method; state the facts, not the skill's rules)"
 CHEAT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
 FLAVOURS = {"minimal": "bash, coreutils, grep, sed, mawk", "python": "the same plus python3 and its standard library"}
 GateFn = Callable[[Path], GateReport]
@@ -408,8 +409,7 @@ class Session:
             raise RefusalError(f"refused: missing {missing} (order: {ORDER_TEXT})")
         quoted = quoted_skill_lines(self.draft.dir.root, self.view.texts()) if self.limits.strict else []
         if quoted:
-            raise RefusalError("refused: the world hands over the skill (the solver must bring its method; state "
-                               "the facts, not the skill's rules): " + "; ".join(quoted)[:1500])
+            raise RefusalError(f"refused: {QUOTES}: " + "; ".join(quoted)[:1500])
         if self.limits.strict and self.state.trial_passed != self.draft.revision:
             raise RefusalError("refused: no retained trial of the draft as it is now: `check` with "
                                f"`reference_solution` and at least {MIN_CHEATS} `cheats` (the naive solvers of the "
@@ -450,6 +450,10 @@ class Session:
                 continue
             ok = False
             lines.append(f"FAIL {c.name} ({c.reason.value if c.reason else '-'}): {'; '.join(problems)[:700]}")
+        quoted = quoted_skill_lines(self.draft.dir.root, self.view.texts()) if self.limits.strict else []
+        if quoted:  # the freeze refuses it too; shown here so a trial is not retained on a world the freeze refuses
+            ok = False
+            lines.append(f"FAIL {QUOTES}: " + "; ".join(quoted)[:1500])
         lines.insert(0, "static checks: " + ("pass" if ok else "failures below"))
         if not self.draft.exists("tests/test.sh"):
             return ok, "\n".join([*lines, "no-op: not run (no tests/test.sh yet)"]), []

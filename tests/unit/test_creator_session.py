@@ -309,6 +309,9 @@ def test_a_world_that_quotes_the_skill_is_not_frozen(ctx, tmp_path):
     results = tool_results(b)
     refusal = next(r for r in results if r.startswith("refused: the world hands over the skill"))
     assert "environment/app/POLICY.md repeats SKILL.md:" in refusal
+    # Seen with a capable model: the freeze refused a world whose trial had been retained. `check` shows it now.
+    trial = next(r for r in results if "FAIL the world hands over the skill" in r)
+    assert "trial gate with your reference_solution: not run" in trial
     assert b.creator[0].frozen
 
 
