@@ -154,10 +154,11 @@ class CheckScript:
 
 
 TEST_SH = """#!/bin/bash
-# Verifier entry point: /tests/check.py writes the metrics; if it cannot run, every metric is 0.
+# Verifier entry point: /tests/check.py writes the metrics; if it cannot run, every metric is 0. Python runs
+# isolated and without site (-I -S): a .pth, sitecustomize or usercustomize the agent planted never runs in it.
 mkdir -p /logs/verifier
-if ! python3 /tests/check.py > /logs/verifier/check-stdout.txt 2>&1; then
-  python3 -c 'import json, sys; print(json.dumps(dict.fromkeys(sys.argv[1:], 0)))' {names} \\
+if ! python3 -I -S /tests/check.py > /logs/verifier/check-stdout.txt 2>&1; then
+  python3 -I -S -c 'import json, sys; print(json.dumps(dict.fromkeys(sys.argv[1:], 0)))' {names} \\
     > /logs/verifier/reward.json
 fi
 cat /logs/verifier/check-stdout.txt
