@@ -7,6 +7,8 @@ import importlib
 import logging
 import sys
 
+from skill2env_dagster.cli.runner.interrupts import ignore_further_sigint
+
 # Each module exposes register(subparsers) and sets `func` on its parser; add a name here to add a command.
 COMMAND_MODULES: tuple[str, ...] = (
     "crawl",
@@ -33,7 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:  # a command without its own handling: the conventional status, not a traceback
+        ignore_further_sigint()
+        print(f"skill2env {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

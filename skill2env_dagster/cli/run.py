@@ -58,7 +58,7 @@ def options_from(args: argparse.Namespace) -> RunOptions:
 
 def execute(options: RunOptions, args: argparse.Namespace) -> tuple[int, Funnel | None]:
     """Run with the quiet console; print the funnel; exit 0 unless a partition or the analytics failed."""
-    from skill2env_dagster.cli.runner.interrupts import restore_sigint
+    from skill2env_dagster.cli.runner.interrupts import ignore_further_sigint, restore_sigint
     from skill2env_dagster.cli.runner.session import Session  # Dagster loads only when a run starts
 
     restore_sigint()  # Ctrl-C stops the run even when it was started with SIGINT ignored (a background job)
@@ -72,6 +72,7 @@ def execute(options: RunOptions, args: argparse.Namespace) -> tuple[int, Funnel 
         print(f"skill2env run: {e}\n(log: {log_file})", file=sys.stderr)
         return 2, None
     except KeyboardInterrupt:
+        ignore_further_sigint()  # stopped: a late SIGINT must not turn exit 130 into "killed by SIGINT"
         print(f"skill2env run: interrupted; the next run resumes where this one stopped (log: {log_file})",
               file=sys.stderr)
         return 130, None

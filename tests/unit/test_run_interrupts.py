@@ -51,3 +51,37 @@ def test_a_process_started_with_sigint_ignored_is_interruptible_again(sigint_han
 
 def test_an_unopened_latch_never_fires():
     assert not NEVER.fired()
+
+
+LATE_SIGINT = """
+import os, signal, sys, types
+from skill2env_dagster.cli import main
+
+class Session:  # a run stopped by Ctrl-C (without importing Dagster: a fake session module)
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def execute(self):
+        raise KeyboardInterrupt
+
+fake = types.ModuleType("skill2env_dagster.cli.runner.session")
+fake.Session = Session
+sys.modules[fake.__name__] = fake
+code = main(["run", sys.argv[1], "--out", sys.argv[2], "--skip-docker-up"])
+os.kill(os.getpid(), signal.SIGINT)  # a second Ctrl-C, or one the process sends itself, after the run stopped
+sys.exit(code)
+"""
+
+
+def test_a_sigint_after_the_run_stopped_keeps_exit_130(tmp_path):
+    """Seen in CI under load (strace: the second SIGINT came from the run's own pid after it printed
+    "interrupted"): the process then died of SIGINT (-2) instead of exiting 130."""
+    import subprocess
+    import sys
+
+    (tmp_path / "hub").mkdir()
+    done = subprocess.run([sys.executable, "-c", LATE_SIGINT, str(tmp_path / "hub"), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert "skill2env run: interrupted; the next run resumes" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -26,6 +26,14 @@ def restore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def ignore_further_sigint() -> None:
+    """Once a run has stopped for a Ctrl-C, nothing is left to interrupt. A later SIGINT (a second Ctrl-C, or one
+    the process sends itself: seen under load, from the run's own pid, after it had printed "interrupted") would
+    otherwise land while the interpreter shuts down, after Python has put SIGINT back to its default action, and
+    the run would end "killed by SIGINT" instead of exiting 130. SIG_IGN survives the interpreter's shutdown."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class SigintLatch:
     """Set once this process has caught a SIGINT after `open()`. One per process, from its main thread (a forked
     worker makes its own: it would otherwise share the parent's pipe)."""
