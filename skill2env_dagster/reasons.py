@@ -88,6 +88,8 @@ class ReasonCode(StrEnum):
     SHORTCUT_PASSED = "shortcut_passed"
     SKILL_BLIND_BASELINE_PASSED = "skill_blind_baseline_passed"  # a tool that never read the skill scored >= 0.5
     TAMPER_VULNERABLE = "tamper_vulnerable"
+    # the verifier ran solver code (a program the solver wrote or could change) that could read /tests or /solution
+    ANSWER_KEY_READABLE = "answer_key_readable"
     # --- probe / export -------------------------------------------------------------------------
     TASK_METADATA_INVALID = "task_metadata_invalid"
     SOURCE_SKILL_UNKNOWN = "source_skill_unknown"

@@ -112,6 +112,8 @@ class Draft(TaskBuilder):
             raise RefusalError(f"refused: {e}") from e
         if self.frozen:
             self.check_frozen()
+        elif area == "tests":
+            self.add_solver_helper()  # there for the drafts' own runs and trials; the freeze writes it again
         self._record(area, written)
         return f"wrote {len(blob)} bytes to {rel}"
 

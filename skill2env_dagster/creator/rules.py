@@ -21,7 +21,9 @@ from skill2env_dagster.gates.reward import MAX_METRICS, MAX_REWARD_BYTES, TOLERA
 from skill2env_dagster.gates.rubric import MAX_BULLETS
 from skill2env_dagster.gates.services import COLLECT_KEY, COMPOSE_FILE
 from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.gates.solver_run import HELPER_PATH, SOLVER_UID
 from skill2env_dagster.gates.tamper import FIXED_PREFIXES
+from skill2env_dagster.models.task_dir import CONTAINER_SOLUTION, CONTAINER_TESTS
 from skill2env_dagster.reasons import INFRA_CODES, LLM_ENDPOINT_CODES, ReasonCode
 from skill2env_dagster.tasks import builder
 from skill2env_dagster.tasks.pipeline import AGENT_TIMEOUT_SEC, VERIFIER_TIMEOUT_SEC
@@ -182,8 +184,29 @@ def _robustness(s: GateSettings, limits: CreatorLimits) -> list[Rule]:
                         "are planted, /etc/ld.so.preload is written, a file is put under /tests; every planted "
                         f"path must lie in a protected place ({protected}, /lib*, the image's PATH directories, "
                         "any site-packages), so test.sh may call only programs of the image's toolchain or of "
-                        "/tests, never a program under /app or another path the solver can write."))
+                        "/tests, never a program under /app or another path the solver can write. (3) site hooks: "
+                        "a .pth file and a sitecustomize.py that rewrite the reward when Python exits are planted "
+                        "in every site-packages folder of the image's Pythons, and test.sh then runs as Harbor runs "
+                        "it, with no tamper check: the reward must stay 0. So run every Python in test.sh as "
+                        "`python3 -I -S` (-S: no site, so neither hook loads; -I alone still loads them)."))
+    if s.answer_key_probe:
+        out.append(Rule((C.ANSWER_KEY_READABLE,), "robustness", answer_key_rule()))
     return out
+
+
+def answer_key_rule() -> str:
+    """The `answer_key` stage (gates/answer_key.py) and the helper that satisfies it (gates/solver_run.py)."""
+    return (f"Answer key out of reach of solver code: a verifier that runs a program the solver wrote or could "
+            f"change (a script, bot, CLI or module under /app or written by solve.sh) must run it "
+            f"through `{HELPER_PATH} [-w DIR]... [-r DIR]... -- COMMAND [ARG]...` (the harness writes this helper "
+            f"into tests/; do not edit it): it runs COMMAND as uid {SOLVER_UID}, which cannot read "
+            f"{CONTAINER_TESTS} or {CONTAINER_SOLUTION} (it makes both 0700) nor write the reward; `-w DIR` makes "
+            "a folder writable for it, `-r DIR` readable. So copy each hidden input to a fresh folder (mktemp -d) "
+            "and pass that with -r/-w; never let solver code read anything under /tests, and never copy expected "
+            "answers where it can read them. The gate checks it: in the Oracle's final state it plants a probe "
+            "into every Python, shell and #! script of the working directory and every such file solve.sh wrote, "
+            "runs tests/test.sh, and rejects the task (`answer_key_readable`) if any probe could read a file "
+            f"under {CONTAINER_TESTS} or {CONTAINER_SOLUTION}.")
 
 
 def _creator(limits: CreatorLimits) -> list[Rule]:
@@ -211,8 +234,11 @@ def naive_kinds() -> str:
 
 def own_cheats_rule(limits: CreatorLimits) -> str:
     trial = (f" The freeze is refused until `check` with `reference_solution` and at least {MIN_CHEATS} `cheats` "
-             "has retained the draft as it is now (no change since): your naive cheats run through the whole gate "
-             "and are judged per metric while tests/ can still change." if limits.strict else
+             "that do work has retained the draft as it is now (no change since): your naive cheats run through "
+             "the whole gate and are judged per metric while tests/ can still change. A cheat does work when its "
+             "run leaves at least one non-empty file changed on the container's disk (outside /tmp, /logs, /tests "
+             "and /solution; the report lists them): an empty or no-op cheat tests nothing and does not count."
+             if limits.strict else
              " Before the freeze, pass them as `cheats` to `check` with `reference_solution`.")
     return ("Your cheats (at least " f"{MIN_CHEATS}) are the naive solvers a blind reviewer will write against the "
             "task, not only empty or junk answers: one for each of these kinds that applies, " + naive_kinds()
@@ -235,10 +261,12 @@ def grounding_rules() -> list[Rule]:
              "deciding rules (where the skill leaves a value open, choose a task where it does not matter). "
              "set_blueprint is refused when a rule's statement contains a number that its cited lines do not."),
         Rule((), "creator",
-             "The world does not hand over the skill: the solver is expected to bring the skill's method. Do not "
-             "write a policy, standard or playbook file, or an instruction, that restates or paraphrases the "
-             "skill's rules so that reading it is enough; the world holds the facts the rules apply to (records, "
-             "configs, logs, code) and the instruction names the goal and the output. The freeze is refused when "
+             "The world does not hand over the skill: no policy, standard or playbook file in environment/ "
+             "restates or paraphrases the skill's rules; the world holds the facts the rules apply to (records, "
+             "configs, logs, code). The instruction names the goal and the output and, since the solver never "
+             "gets the skill, states each condition the tests grade as a requirement in your own words (a graded "
+             "rule the instruction leaves to the skill is a hidden rule), never the skill's text or its method's "
+             "steps. The freeze is refused when "
              f"instruction.md or a file of environment/ repeats a line of the skill's documents ({docs}) of "
              f"{QUOTE_MIN_CHARS} or more characters (markup, case and spacing ignored)."),
     ]

@@ -35,6 +35,7 @@ from skill2env_dagster.gates import blind
 from skill2env_dagster.gates.reuse import task_digest
 from skill2env_dagster.gates.reward import all_zero
 from skill2env_dagster.gates.settings import GateSettings
+from skill2env_dagster.gates.solver_run import write_helper
 from skill2env_dagster.gates.static_checks import LEAK_MIN_LINE, provenance_marks, run_static_checks
 from skill2env_dagster.llm.errors import LLMError
 from skill2env_dagster.llm.prompts import render, untrusted
@@ -378,11 +379,15 @@ class Session:
             revision = self.draft.revision
             report = own_cheats_per_metric(self._trial(reference, cheats))
             retained = report.verdict is GateVerdict.RETAINED
-            enough = len(cheats) >= MIN_CHEATS
+            working, idle = cheats_at_work(report)
+            enough = len(working) >= MIN_CHEATS
             if retained and enough:
                 self.state.trial_passed = revision
+            idle_note = (f"; these did no work (no non-empty file changed on disk outside /tmp, /logs, /tests and "
+                         f"/solution), so they do not count: {', '.join(idle)}" if idle else "")
             note = ("this draft may be frozen now" if retained and enough else
-                    f"the freeze needs a retained trial with at least {MIN_CHEATS} cheats" if retained else
+                    f"the freeze needs a retained trial with at least {MIN_CHEATS} cheats that do work "
+                    f"({len(working)} did{idle_note})" if retained else
                     "fix the draft and try again before the freeze")
             return Outcome(f"{text}\n--- the whole gate on a throw-away copy of the draft, your reference_solution "
                            f"as solution/solve.sh and {len(cheats)} cheat(s) as solution/cheats/ (nothing of it "
@@ -480,6 +485,7 @@ class Session:
         try:
             copy = scratch / self.draft.dir.root.name
             shutil.copytree(self.draft.dir.root, copy, ignore=shutil.ignore_patterns("solution"))
+            write_helper(copy / "tests")  # as the freeze will (the model may have changed or removed it)
             (copy / "solution").mkdir()
             script = copy / "solution" / "solve.sh"
             script.write_text(solve_sh, encoding="utf-8")
@@ -573,6 +579,13 @@ def trial_cheats(value: Any) -> dict[str, str]:
     if bad:
         raise RefusalError(f"refused: cheat names {bad[:5]} must match {CHEAT_NAME.pattern} (without .sh)")
     return {k.removesuffix(".sh"): v for k, v in value.items()}
+
+
+def cheats_at_work(report: GateReport) -> tuple[list[str], list[str]]:
+    """(cheats that left a non-empty changed file on disk, cheats that did not): an empty or no-op cheat tests
+    nothing, so it does not count toward the freeze's MIN_CHEATS (the rule is stated in the creator's prompt)."""
+    mine = [a for a in report.cheats if a.kind is AttemptKind.CHEAT and a.name.startswith("cheats/")]
+    return [a.name for a in mine if a.work], [a.name for a in mine if not a.work]
 
 
 def own_cheats_per_metric(report: GateReport) -> GateReport:

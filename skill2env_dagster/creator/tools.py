@@ -128,7 +128,8 @@ def _attempts(attempts: list[ShortcutAttempt], kind: AttemptKind) -> list[str]:
             continue
         verdict = {CheckVerdict.FAIL: f"FAILS ({a.reason.value if a.reason else '-'})", CheckVerdict.PASS: "ok",
                    CheckVerdict.SKIPPED: "skipped"}.get(a.verdict, a.verdict.value)
-        out.append(f"  {a.name} [{a.family}] mean {a.mean:.2f} {a.metrics or '{}'} {verdict}"
+        work = "" if a.work is None else f" work: {', '.join(a.work) if a.work else 'none'}"
+        out.append(f"  {a.name} [{a.family}] mean {a.mean:.2f} {a.metrics or '{}'} {verdict}{work}"
                    + (f": {a.evidence[:300]}" if a.verdict is CheckVerdict.FAIL else ""))
     return out
 

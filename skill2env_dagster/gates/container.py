@@ -1,6 +1,9 @@
 """One hardened, throw-away container, driven through the Docker SDK (sandbox.py builds the trial API on it).
 
-Every container runs with no network, all capabilities dropped, no-new-privileges, pids/memory/CPU limits, an init
+Every container runs with no network, every capability dropped but CAP_SETUID/CAP_SETGID (the verifier runs
+solver code as another uid through /tests/run_as_solver, gates/solver_run.py; Docker and Harbor give both by
+default; without CAP_KILL a process an agent started under another uid survives the reaper, which the trial then
+reports as reap_failed, reward 0), no-new-privileges, pids/memory/CPU limits, an init
 process, and tmpfs on /tmp and /logs. A task's stand-in services (services.py) run beside it in containers of
 their own, hardened the same way, that join only its network namespace. Scripts run with their output piped into
 a capped log, under a watchdog that acts at the deadline (by default it kills the whole container, which ends
@@ -42,6 +45,7 @@ WITNESS_LABEL = "skill2env.witness"  # on a gate's witness container (see Witnes
 OWNER_LABEL = "skill2env.owner"  # "<host>/<pid>/<start>": the process that made the container (see reap_orphans)
 HOST_NAME = "S2E_HOST_NAME"  # a worker host's name (hosts sharing a network namespace share a hostname)
 MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed anyway
+KEPT_CAPS = ("SETUID", "SETGID")  # see the module docstring
 _LIVE: set[str] = set()
 _LIVE_LOCK = threading.Lock()
 # Set by kill_all_live (Ctrl-C), cleared when a new batch of gates starts: a container created after the kill
@@ -222,7 +226,8 @@ def hardened(client: docker.DockerClient, s: GateSettings, image: str, labels: d
              **kw: Any) -> Container:
     """A created (not started) container with the trial limits, tracked for Ctrl-C until removed."""
     box = client.containers.create(
-        image, init=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], pids_limit=s.pids_limit,
+        image, init=True, cap_drop=["ALL"], cap_add=list(KEPT_CAPS), security_opt=["no-new-privileges"],
+        pids_limit=s.pids_limit,
         mem_limit=f"{s.memory_mb}m", memswap_limit=f"{s.memory_mb}m", nano_cpus=int(s.cpus * 1e9),
         cpuset_cpus=s.cpuset,
         log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),

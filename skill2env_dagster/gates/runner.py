@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -32,7 +32,9 @@ import docker
 import docker.errors
 
 from skill2env_dagster.gates import container as ctr
+from skill2env_dagster.gates.answer_key import run_probe, work_roots
 from skill2env_dagster.gates.changes import Change
+from skill2env_dagster.gates.container import ExecResult
 from skill2env_dagster.gates.images import build_image
 from skill2env_dagster.gates.mutants import mean
 from skill2env_dagster.gates.outputs import plan_outputs
@@ -47,12 +49,12 @@ from skill2env_dagster.gates.sandbox import (
     image_policy,
     remove_image,
 )
-from skill2env_dagster.gates.script_batch import run_scripts
+from skill2env_dagster.gates.script_batch import WORK_FIND, WORK_STAMP, run_scripts
 from skill2env_dagster.gates.services import ServiceSpec, load_services
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.gates.static_checks import run_static_checks
 from skill2env_dagster.gates.tamper import TamperPolicy
-from skill2env_dagster.gates.tamper_kit import kit_check, run_forge, run_plants
+from skill2env_dagster.gates.tamper_kit import kit_check, run_forge, run_plants, run_site_hooks
 from skill2env_dagster.gates.untampered import Replay, replay
 from skill2env_dagster.models.gate import (
     AttemptKind,
@@ -138,6 +140,7 @@ class _Gate:
     reuse: bool = True  # runs from the image share the no-op's container while its resets verify
     cheats_check: CheckResult = field(default_factory=lambda: _skipped("cheats", "not reached"))
     kit_check: CheckResult = field(default_factory=lambda: _skipped("tamper_kit", "not reached"))
+    oracle_state: str = ""  # the committed image of the Oracle's final state (mutation testing's snapshot)
     oracle: VerifyOutcome | None = None  # the Oracle's trial (its changes tell a script batch what to reset)
     batched: dict[str, VerifyOutcome] = field(default_factory=dict)  # wrong.sh and cheats run in one exec
     batch_note: str = ""
@@ -156,11 +159,19 @@ class _Gate:
     def solve(self, script: str) -> VerifyOutcome:
         """A fresh sandbox: run solution/<script> like Harbor's Oracle, then the verify step."""
         with self.open_box(self.image) as sb:
-            res = sb.run_solution(self.task.solution_dir, script, self.timeouts[0])
+            res, work = self._run_script(sb, script)
             if res.timed_out:
                 return VerifyOutcome(TrialStatus.SOLUTION_TIMEOUT, seconds=res.seconds)
             _raise_if_cancelled()
-            return self._verify(sb, script)
+            return replace(self._verify(sb, script), work=work)
+
+    def _run_script(self, sb: Sandbox, script: str) -> tuple[ExecResult, tuple[str, ...] | None]:
+        """wrong.sh or a cheat from the image's state, and its work (script_batch.WORK_FIND), as the batch does."""
+        sb.trial.sh(f": > {WORK_STAMP}; sleep 0.01 2>/dev/null || :", 10)
+        res = sb.run_solution(self.task.solution_dir, script, self.timeouts[0])
+        if res.timed_out or res.died:
+            return res, None
+        return res, tuple(sb.trial.sh(WORK_FIND, 60).output.decode(errors="replace").split())
 
     def _verify(self, sb: Sandbox, script: str) -> VerifyOutcome:
         """The verify step after wrong.sh or a cheat; a run caught tampering (reward 0) has its work verified
@@ -205,6 +216,7 @@ class _Gate:
         self.checks.append(baselines or _skipped("blind_baselines", "the Oracle did not pass"))
         self.checks.append(self.cheats_check)
         self.checks.append(self.kit_check)
+        self.checks.append(self._answer_key(oracle_ok))
 
     def _oracle(self) -> tuple[CheckResult | None, CheckResult | None]:
         """The Oracle, then (in the same container) mutation testing and the skill-blind baselines; returns the
@@ -246,6 +258,7 @@ class _Gate:
             return None
         snapshot = sb.commit()
         self.snapshots.append(snapshot)
+        self.oracle_state = snapshot
         plan = plan_outputs(list(settled.changes), sb.policy, self.settings.max_output_files)
         units, notes, sources = collect_outputs(sb, plan, self.settings)
         return MutationInputs(units, notes, snapshot, {}, 0.0, sources)
@@ -323,11 +336,11 @@ class _Gate:
         if not (self.reuse and sb.reset(image)):
             self.reuse = False
             return self.solve(script)
-        res = sb.run_solution(self.task.solution_dir, script, self.timeouts[0])
+        res, work = self._run_script(sb, script)
         if res.timed_out:
             self.reuse = False  # the watchdog killed the container
             return VerifyOutcome(TrialStatus.SOLUTION_TIMEOUT, seconds=res.seconds)
-        outcome = self._verify(sb, script)
+        outcome = replace(self._verify(sb, script), work=work)
         return self.solve(script) if suspicious(outcome) else outcome
 
     def _cheats(self, sb: Sandbox, image: ImageReader, baseline_ok: bool) -> CheckResult:
@@ -358,9 +371,36 @@ class _Gate:
             return _skipped("tamper_kit", "the Oracle or no-op gate failed first")
         _raise_if_cancelled()
         start = time.perf_counter()
+        with self.open_box(self.image) as fresh:
+            hooks = run_site_hooks(fresh)
         plants = run_plants(sb, self.task.tests_dir)
-        self.report.tamper = [*([self.forge] if self.forge else []), *plants]
+        self.report.tamper = [*([self.forge] if self.forge else []), hooks, *plants]
         return kit_check(self.report.tamper, time.perf_counter() - start + self.forge_seconds)
+
+
+    def _answer_key(self, oracle_ok: bool) -> CheckResult:
+        """answer_key.py: the verifier on the Oracle's final state with a probe in every program the solver could
+        have written; a probe that read /tests or /solution rejects (answer_key_readable)."""
+        if not self.settings.answer_key_probe:
+            return _skipped("answer_key", "answer-key probe turned off")
+        if not oracle_ok or self.oracle is None:
+            return _skipped("answer_key", "the Oracle did not pass")
+        _raise_if_cancelled()
+        start = time.perf_counter()
+        roots = work_roots(self.policy.workdir if self.policy else None, self.oracle.changes, self.policy
+                           or TamperPolicy())
+        with self.open_box(self.oracle_state or self.image) as sb:
+            if not self.oracle_state:  # no snapshot (mutation testing off): the Oracle again, in this container
+                res = sb.run_solution(self.task.solution_dir, "solve.sh", self.timeouts[0])
+                if res.timed_out:
+                    return _skipped("answer_key", f"the Oracle ran past {self.timeouts[0]}s this time")
+            attempt = run_probe(sb, roots)
+        self.report.tamper.append(attempt)
+        if attempt.verdict is CheckVerdict.SKIPPED:
+            return _skipped("answer_key", attempt.evidence)
+        return CheckResult.over("answer_key", [attempt], time.perf_counter() - start,
+                                reason=ReasonCode.ANSWER_KEY_READABLE, passed=attempt.evidence,
+                                detail=lambda a: a.evidence)
 
 
 def _passes(o: VerifyOutcome, name: str, threshold: float) -> bool:
@@ -401,7 +441,8 @@ def _cheat(name: str, o: VerifyOutcome, threshold: float, rp: Replay | None = No
     return ShortcutAttempt(kind=AttemptKind.CHEAT, name=name, family="cheat",
                            verdict=CheckVerdict.FAIL if failed else CheckVerdict.PASS,
                            reason=reason, status=o.status.value,
-                           metrics=o.metrics, mean=round(score, 6), evidence=note[:2000], seconds=round(o.seconds, 4))
+                           metrics=o.metrics, mean=round(score, 6), evidence=note[:2000], seconds=round(o.seconds, 4),
+                           work=None if o.work is None else list(o.work))
 
 
 def _finish(report: GateReport, start: float) -> GateReport:

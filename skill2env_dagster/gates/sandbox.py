@@ -116,6 +116,7 @@ class VerifyOutcome:
     changes: tuple[Change, ...] = ()  # what the agent phase changed (engine view); empty when nothing ran
     seconds: float = 0.0
     detail: str = ""
+    work: tuple[str, ...] | None = None  # a solution script's work (script_batch.WORK_FIND); None: not measured
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -269,11 +270,14 @@ class Sandbox:
         self.trial.kill()
         return Settled(TrialStatus.REAP_FAILED, detail=detail[:300])
 
-    def verify(self, collected: dict[str, bytes] | None = None) -> VerifyOutcome:
+    def verify(self, collected: dict[str, bytes] | None = None, *, as_harbor: bool = False) -> VerifyOutcome:
         """`collected`: the services' files to give the verifier instead of what this sandbox's own services
-        recorded (a replay of another run's work, see untampered.py)."""
+        recorded (a replay of another run's work, see untampered.py). `as_harbor`: run the verifier even on tamper
+        evidence, as a runner without our engine-side check does (the tamper kit's site-hook attack)."""
         start = time.perf_counter()
         settled = self.settle()
+        if as_harbor and settled.status is TrialStatus.TAMPER_DETECTED:
+            settled = Settled(TrialStatus.OK, settled.changes, settled.tamper)
         if settled.status is not TrialStatus.OK:
             return VerifyOutcome(settled.status, Reward(), settled.tamper, settled.changes,
                                  time.perf_counter() - start, settled.detail)

@@ -68,6 +68,13 @@ STAGE_CHANGED = "@@S2E-STAGE-CHANGED"  # printed (and the batch stops) when a ru
 # a time.
 _DIGEST = ('(cd "$S" && find . -type f -exec sha256sum {} + && find . ! -type d ! -type f -printf \'%p -> %l\\n\')'
            ' 2>/dev/null | LC_ALL=C sort | sha256sum')
+# A script's work: the non-empty regular files its run left newer than a stamp made just before it, on the
+# container's own disk (-xdev: not the tmpfs mounts), outside the solution, the tests and the batch's stage. A cheat
+# with none wrote nothing a verifier could grade (an empty or no-op "cheat" tests nothing; creator/session.py).
+WORK_STAMP = "/dev/shm/.s2e-work-stamp"
+WORK_MARK = "@@S2E-WORK"
+WORK_FIND = (f'find / -xdev \\( -path {CONTAINER_SOLUTION} -o -path {CONTAINER_TESTS} -o -path {STAGE} \\) -prune -o '
+             f'-type f -newer {WORK_STAMP} -size +0 -print 2>/dev/null | head -n 5 | tr "\\n" " "')
 _SCRIPT = (
     'S=' + STAGE + '\nTO=; TS=\n'
     'if command -v timeout >/dev/null 2>&1; then TO="timeout -s KILL $LIMIT"; TS="timeout -s KILL $SLIMIT"; fi\n'
@@ -75,9 +82,11 @@ _SCRIPT = (
     + REAP +
     '  . "$S/reset.sh"; cp -a "$S/solution" /\n'
     '  read -r run < "$S/$id.run"\n'
+    f'  : > {WORK_STAMP}; sleep 0.01 2>/dev/null || :\n'
     '  (cd "$WD" 2>/dev/null; . "$S/agent_env.sh"; exec $TS "' + CONTAINER_SOLUTION + '/$run")'
     ' >/dev/null 2>&1 </dev/null\n'
     + REAP +
+    f'  printf "\\n{WORK_MARK} %s %s\\n" "$id" "$({WORK_FIND})"\n' +
     f'  [ "$( {_DIGEST})" = "$SD  -" ] || {{ printf "\\n{STAGE_CHANGED} %s\\n" "$id"; exit 0; }}\n'
     f'  rm -rf {CONTAINER_SOLUTION} {CONTAINER_VERIFIER_LOGS} {CONTAINER_TESTS}; cp -a "$S/tests" /\n'
     + VERIFY_FRAME +
@@ -156,7 +165,15 @@ def run_scripts(sb: Sandbox, image: ImageReader, solution_dir: Path, scripts: li
     why = _distrust(sb, restore, results, oracle)
     if why:
         return {}, why
-    return {runs[i]: _outcome(r) for i, r in results.items() if i != CONTROL}, "batched in the no-op's container"
+    work = parse_work(output)
+    return ({runs[i]: _outcome(r, work.get(i)) for i, r in results.items() if i != CONTROL},
+            "batched in the no-op's container")
+
+
+def parse_work(output: bytes) -> dict[str, tuple[str, ...]]:
+    """{run id: files of its work} from the batch's WORK_MARK lines."""
+    found = re.findall(rf"\n{WORK_MARK} (\S+) ([^\n]*)\n".encode(), output)
+    return {i.decode(errors="replace"): tuple(p.decode(errors="replace").split()) for i, p in found}
 
 
 def _distrust(sb: Sandbox, restore: RestorePlan, results: dict[str, Run], oracle: VerifyOutcome) -> str:
@@ -171,5 +188,5 @@ def _distrust(sb: Sandbox, restore: RestorePlan, results: dict[str, Run], oracle
     return ""
 
 
-def _outcome(run: Run) -> VerifyOutcome:
-    return VerifyOutcome(run.status, run.reward, seconds=run.seconds)
+def _outcome(run: Run, work: tuple[str, ...] | None = None) -> VerifyOutcome:
+    return VerifyOutcome(run.status, run.reward, seconds=run.seconds, work=work)

@@ -45,6 +45,10 @@ class GateSettings(BaseModel):
     )
     run_cheats: bool = Field(default=True, description="Run every solution/cheats/*.sh; each must score low.")
     tamper_kit: bool = Field(default=True, description="Probe the trial with the built-in tamper attacks.")
+    answer_key_probe: bool = Field(
+        default=True, description="Plant a probe into the solver's programs in the Oracle's final state and reject a "
+        "verifier that runs one that can read /tests or /solution (gates/answer_key.py).",
+    )
     shortcut_threshold: float = Field(
         default=0.5, ge=0, le=1,
         description="A trivial mutant or a cheat whose mean reward is above this is a shortcut (shortcut_passed).",

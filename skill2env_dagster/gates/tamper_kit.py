@@ -7,6 +7,9 @@
   directory, each of which forges the reward on import.
   One sandbox carries all three (the runner uses the no-op's, right after the no-op, before the scripts); the
   verify step must still give reward 0, as the no-op did.
+- `forge:site_hooks` (needs a verifier run): a .pth and a sitecustomize.py that rewrite the reward when Python
+  exits, in every site-packages of the image's Pythons; the verifier then runs as Harbor runs it, with no tamper
+  check, and must still give 0 (a verifier Python without -S loads them: review 3 of issue 25's forge).
 - `plant` (judged from the engine's view, no verifier run needed): shadow every tool and interpreter tests/ calls,
   both in PATH directories that come earlier and at the resolved path itself; plant sitecustomize.py,
   usercustomize.py and a .pth file where each Python on PATH looks; write /etc/ld.so.preload and a file under
@@ -29,6 +32,7 @@ from skill2env_dagster.gates.mutants import mean
 from skill2env_dagster.gates.reap import strip_guard
 from skill2env_dagster.gates.reward import all_zero
 from skill2env_dagster.gates.sandbox import Sandbox, TrialStatus
+from skill2env_dagster.gates.solver_run import HELPER_NAME
 from skill2env_dagster.models.gate import AttemptKind, CheckResult, CheckVerdict, ShortcutAttempt
 from skill2env_dagster.reasons import ReasonCode
 
@@ -95,12 +99,34 @@ echo planted
 """
 
 
+# Prints "HOOK <path>" for each hook written. At interpreter exit the hook writes reward.json (after whatever the
+# verifier's Python wrote) and leaves a detached re-forger rewriting it for a few seconds (for a verifier whose
+# shell writes the reward after Python exits); every write is a rename, so no read sees half a file.
+_HOOK_BODY = ("def _w():\n try:\n  os.makedirs('/logs/verifier', exist_ok=True)\n"
+              "  open('/logs/verifier/.s2e-h', 'w').write('{\\\"forged\\\": 1}')\n"
+              "  os.replace('/logs/verifier/.s2e-h', '/logs/verifier/reward.json')\n except OSError:\n  pass\n"
+              "def _f():\n _w()\n if os.fork() == 0:\n  os.setsid()\n"
+              "  for _ in range(60):\n   _w(); time.sleep(0.05)\n  os._exit(0)\n"
+              "atexit.register(_f)\n")
+_HOOK_PY = f"import atexit, os, time; exec({_HOOK_BODY!r}, {{'atexit': atexit, 'os': os, 'time': time}})"
+SITE_HOOKS = f"""for py in python3 python; do
+  command -v "$py" >/dev/null 2>&1 || continue
+  for d in $("$py" -c 'import site; print("\\n".join(site.getsitepackages()))' 2>/dev/null); do
+    mkdir -p "$d" 2>/dev/null || continue
+    printf '%s\\n' "$HOOK" > "$d/{KIT}-hook.pth" 2>/dev/null && printf 'HOOK %s\\n' "$d/{KIT}-hook.pth"
+    printf '%s\\n' "$HOOK" > "$d/sitecustomize.py" 2>/dev/null && printf 'HOOK %s\\n' "$d/sitecustomize.py"
+  done
+done
+echo hooked
+"""
+
+
 def tool_names(tests_dir: Path) -> list[str]:
     """Interpreters of the tests' files (shebangs) and the words in command position of their shell scripts
     (after a pipe, ;, &&, ||, $( or a shell keyword); the container keeps only those that resolve on PATH."""
     names: list[str] = []
     for p in sorted(tests_dir.rglob("*")):
-        if not p.is_file() or p.is_symlink():
+        if not p.is_file() or p.is_symlink() or p == tests_dir / HELPER_NAME:  # ours, like the guard
             continue
         text = strip_guard(p.read_bytes()[:200_000].decode("utf-8", errors="replace"))  # the guard is ours
         first = text.split("\n", 1)[0]
@@ -174,6 +200,28 @@ def run_forge(sb: Sandbox, tests_dir: Path, prelude: str = "") -> tuple[Shortcut
     verdict = "the forged reward came through" if failed else f"reward 0 ({outcome.describe()})"
     attempt = _attempt("forge", "forge", failed, outcome.status.value, f"{what}: {verdict}", seconds, metrics)
     return attempt, outcome.changes
+
+
+def run_site_hooks(sb: Sandbox) -> ShortcutAttempt:
+    """In a sandbox in the image's state: a .pth and a sitecustomize.py that forge the reward when Python exits,
+    in every site-packages folder of every Python on PATH; then the verifier runs as Harbor runs it, with no
+    tamper check (our own runner stops at the evidence). The reward must stay 0: every Python of test.sh must run
+    with -S (no site, so neither hook loads); -I alone still loads site-packages."""
+    start = time.perf_counter()
+    res = sb.run(SITE_HOOKS, 30, env={"HOOK": _HOOK_PY})
+    planted = sorted({ln.split(" ", 1)[1] for ln in res.output.decode(errors="replace").splitlines()
+                      if ln.startswith("HOOK ")})
+    what = f"reward-forging .pth and sitecustomize.py in site-packages ({', '.join(planted[:6]) or 'none planted'})"
+    if not planted:
+        return _skipped_attempt("forge:site_hooks", f"{what}: no Python on PATH", time.perf_counter() - start)
+    outcome = sb.verify(as_harbor=True)
+    seconds = time.perf_counter() - start
+    failed = outcome.status is TrialStatus.OK and not all_zero(outcome.metrics)
+    verdict = ("the forged reward came through: run every Python of test.sh as `python3 -I -S`" if failed
+               else f"reward 0 ({outcome.describe()})")
+    return _attempt("forge:site_hooks", "forge", failed, outcome.status.value,
+                    f"{what}, verifier run without the tamper check (as under Harbor): {verdict}", seconds,
+                    outcome.metrics)
 
 
 def run_plants(sb: Sandbox, tests_dir: Path) -> list[ShortcutAttempt]:

@@ -79,6 +79,9 @@ class ShortcutAttempt(BaseModel):
     mean: float = 0.0
     evidence: str = ""
     seconds: float = Field(default=0.0, ge=0)
+    work: list[str] | None = Field(
+        default=None, description="Cheats: non-empty files the run left changed on the container's disk (at most 5; "
+        "gates/script_batch.py WORK_FIND); None = not measured.")
 
 
 class GateReport(BaseModel):

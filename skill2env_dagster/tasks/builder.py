@@ -4,7 +4,8 @@ environment → instruction → tests → rubric → freeze → solution → che
 again, for repairs); after the freeze nothing under environment/, instruction.md or tests/ can be written, and
 every solution rewrite re-checks the freeze hash, so a repair can never change what the agent sees or how it is
 graded. Cheats (`solution/cheats/*.sh`, shortcut solutions the gates must see fail) are written after the solution
-and survive its repairs. The freeze also puts the harness's guard at the top of tests/test.sh (gates/reap.py).
+and survive its repairs. The freeze also puts the harness's guard at the top of tests/test.sh (gates/reap.py) and
+its helper for running solver code, tests/run_as_solver (gates/solver_run.py; written with the tests too).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from skill2env_dagster.atomic import atomic_write_bytes
 from skill2env_dagster.gates.freeze import compute_freeze_hash
 from skill2env_dagster.gates.reap import add_guard
+from skill2env_dagster.gates.solver_run import write_helper
 from skill2env_dagster.models.task import CREATION_ORDER, CreationStep, StepRecord
 from skill2env_dagster.models.task_dir import TaskDir
 from skill2env_dagster.models.task_toml import TaskToml
@@ -103,6 +105,7 @@ class TaskBuilder:
         if "test.sh" not in files:
             raise CreationOrderError(ReasonCode.CREATOR_CONTRACT_FAILED, "tests have no test.sh")
         self._end("tests", [self._write(f"tests/{k}", v, "tests/") for k, v in files.items()])
+        self.add_solver_helper()
 
     def rubric(self, text: str) -> None:
         self._begin("rubric")
@@ -114,11 +117,19 @@ class TaskBuilder:
         tests/ and write task.toml with the hash recorded. Every generator's task passes here."""
         self._begin("freeze")
         self._guard_test_script()
+        self.add_solver_helper()
         self.freeze_hash = compute_freeze_hash(self.dir.root)
         text = config.with_metadata(freeze_hash=self.freeze_hash).to_toml()
         atomic_write_bytes(self.dir.config, text.encode())
         self._end("freeze", ["task.toml"], note=self.freeze_hash)
         return self.freeze_hash
+
+    def add_solver_helper(self) -> None:
+        """tests/run_as_solver (gates/solver_run.py): how a verifier runs solver code without exposing the key."""
+        try:
+            write_helper(self.dir.tests_dir)
+        except (OSError, ValueError) as e:
+            raise CreationOrderError(ReasonCode.CREATOR_CONTRACT_FAILED, f"tests/: {e}") from e
 
     def _guard_test_script(self) -> None:
         script = self.dir.test_script

@@ -46,12 +46,14 @@ def docker_client():
 def make_task(tmp_path, docker_client):
     """Copy a good fixture (default good_minimal), lay a defect overlay on top, pin its Dockerfile."""
     from skill2env_dagster.gates.dockerfile import pin_dockerfile
+    from skill2env_dagster.gates.solver_run import write_helper
 
     def _make(overlay: str | None = None, base: str = "good_minimal", name: str | None = None) -> Path:
         dest = tmp_path / (name or overlay or base)
         shutil.copytree(FIXTURES / base, dest)
         if overlay:
             shutil.copytree(FIXTURES / "defects" / overlay, dest, dirs_exist_ok=True)
+        write_helper(dest / "tests")  # as the freeze does for every generated task
         pin_dockerfile(dest)
         return dest
 

@@ -79,7 +79,9 @@ def test_a_scripted_creator_drives_the_whole_loop_to_a_retained_task(docker_clie
     assert compute_freeze_hash(task) == b.freeze_hash
     assert report is not None and report.oracle == {"endpoints_correct": 1.0, "list_exact": 1.0}
     assert sorted(a.name for a in report.cheats) == ["cheats/every_path.sh", "cheats/query_kept.sh"]
-    assert all(a.verdict is CheckVerdict.PASS for a in report.cheats + report.tamper)
+    # the answer-key probe and the site-hook attack are skipped where nothing applies (no program, no Python)
+    assert all(a.verdict is CheckVerdict.PASS or (a.verdict is CheckVerdict.SKIPPED and a.name in
+               ("answer_key", "forge:site_hooks")) for a in report.cheats + report.tamper), report.tamper
     assert b.creation_gate is not None and result.usage.calls == 5
     assert b.blueprint is not None and b.blueprint.axes.pattern_fallback_reason == ""  # the sampled pattern
     assert len(bodies) == 5 and all(body["tools"] for body in bodies)

@@ -38,7 +38,14 @@ TRANSCRIPTS = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "creato
 REJECTS = {"reconciliation--table-aging-analysis-for-outstanding-ite-v1": ReasonCode.SKILL_BLIND_BASELINE_PASSED,
            "ticket-triage--table-category-taxonomy-v0": ReasonCode.SKILL_BLIND_BASELINE_PASSED,
            "incident-response--table-severity-classification-v1--run1": ReasonCode.SHORTCUT_PASSED,
-           "seo-audit--trigger-v1--run1": ReasonCode.SHORTCUT_PASSED}
+           # The answer_key stage (gates/answer_key.py): run 3's task 09 (blind review: its verifier runs the solver's
+           # bot while /tests/expected.json is readable; a bot reading glob('/tests/*.json')[0] scored 1.0 on every
+           # metric), and both seo-audit tasks, whose verifiers run the solver's Python program as root with the
+           # key readable (`subprocess.run(["/usr/bin/python3", PROGRAM, ...])`): the same hole, found by the
+           # stage on tasks no review had flagged (run 1's was rejected by its own cheats per metric before).
+           "seo-audit--trigger-v1--run1": ReasonCode.ANSWER_KEY_READABLE,
+           "seo-audit--trigger-v1": ReasonCode.ANSWER_KEY_READABLE,
+           "ticket-triage--triage-rules-engine-fix-v1": ReasonCode.ANSWER_KEY_READABLE}
 
 
 def test_there_are_transcripts_of_three_skills_the_gate_retains():

@@ -31,10 +31,10 @@ def test_good_task_is_retained(make_task, base):
     assert report.reason is None
     assert all(v == 1.0 for v in report.oracle.values()) and len(report.oracle) == 2
     assert all(v == 0.0 for v in report.nop.values()) and len(report.nop) == 2
-    # Every check passes; only the cheats stage (these fixtures ship no solution/cheats/) and the battery (off for
-    # these chores, see SETTINGS) are skipped.
+    # Every check passes; only the cheats stage (these fixtures ship no solution/cheats/), the battery (off for
+    # these chores, see SETTINGS) and the answer-key probe (their solver writes data, no program) are skipped.
     assert {c.name: c.verdict for c in report.checks if c.verdict is not CheckVerdict.PASS} == {
-        "cheats": CheckVerdict.SKIPPED, "blind_baselines": CheckVerdict.SKIPPED}
+        "cheats": CheckVerdict.SKIPPED, "blind_baselines": CheckVerdict.SKIPPED, "answer_key": CheckVerdict.SKIPPED}
 
 
 def test_wrong_solution_scores_below_one(make_task):

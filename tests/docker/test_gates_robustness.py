@@ -36,7 +36,10 @@ def test_good_tasks_survive_every_stage(make_task, base):
     assert _check(report, "tamper_kit").verdict is CheckVerdict.PASS
     assert report.mutation_testing == "on"
     assert any(a.family == "trivial" and a.verdict is CheckVerdict.PASS for a in report.mutants)
-    assert {a.name for a in report.tamper} >= {"forge", "plant:shadow", "plant:ld_preload", "plant:tests"}
+    assert {a.name for a in report.tamper} >= {"forge", "forge:site_hooks", "plant:shadow", "plant:ld_preload",
+                                               "plant:tests"}
+    hooks = _attempt(report, "forge:site_hooks")  # skipped where the image has no Python
+    assert hooks.verdict is (CheckVerdict.PASS if base == "good_python" else CheckVerdict.SKIPPED), hooks
 
 
 def test_script_output_gets_only_program_mutants_and_its_cheats_run(make_task):
@@ -131,6 +134,7 @@ def test_tree_output_loses_reward_when_a_file_is_deleted(make_task):
         ("waiver_ld_conf", "good_minimal", ReasonCode.TAMPER_VULNERABLE, "tamper_kit", "plant:ld_conf"),
         ("waiver_pth", "good_python", ReasonCode.TAMPER_VULNERABLE, "tamper_kit", "plant:pth"),
         ("cwd_import", "good_python", ReasonCode.TAMPER_VULNERABLE, "tamper_kit", "forge"),
+        ("site_hooks", "good_python", ReasonCode.TAMPER_VULNERABLE, "tamper_kit", "forge:site_hooks"),
     ],
 )
 def test_weak_verifier_is_rejected_by_the_stage_that_sees_it(make_task, overlay, base, reason, check, attempt):
@@ -280,3 +284,21 @@ def test_a_tamper_cannot_hide_an_answer_the_verifier_accepts(make_task, script, 
         attempt = _attempt(report, script)
         assert (attempt.verdict, attempt.status, attempt.mean) == (CheckVerdict.FAIL, "tamper_detected", 0.0)
         assert attempt.evidence.endswith("in a fresh container of the image): mean 1.000 > threshold 0.5")
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_cheats_work_is_measured_batched_and_one_at_a_time(make_task, monkeypatch, batched):
+    """A cheat's work: the non-empty files its run left changed on the container's disk (creator/session.py counts
+    only cheats with some toward the freeze). A no-op cheat and one writing only to the tmpfs have none."""
+    from skill2env_dagster.gates import runner
+
+    if not batched:
+        monkeypatch.setattr(runner, "run_scripts", lambda *a, **k: ({}, "one at a time (test)"))
+    task = make_task(base="good_script", name=f"work-{batched}")
+    _add_cheat(task, "idle.sh", "true\n")
+    _add_cheat(task, "tmp_only.sh", "echo north > /tmp/out.txt\n")
+    report = gate_task(task, SETTINGS)
+    assert ("batched in the no-op's container" in _check(report, "cheats").evidence) is batched
+    work = {a.name: a.work for a in report.cheats}
+    assert work == {"cheats/echo_sample.sh": ["/app/bin/region-totals"], "cheats/header_only.sh":
+                    ["/app/bin/region-totals"], "cheats/idle.sh": [], "cheats/tmp_only.sh": []}, work

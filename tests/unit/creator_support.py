@@ -16,7 +16,14 @@ from typing import Any
 
 from skill2env_dagster.creator.lab import RunResult
 from skill2env_dagster.llm.tools import RequestedCall, ToolTurn
-from skill2env_dagster.models.gate import CheckResult, CheckVerdict, GateReport, GateVerdict
+from skill2env_dagster.models.gate import (
+    AttemptKind,
+    CheckResult,
+    CheckVerdict,
+    GateReport,
+    GateVerdict,
+    ShortcutAttempt,
+)
 from skill2env_dagster.models.plan import Usage
 from skill2env_dagster.reasons import ReasonCode
 from skill2env_dagster.rollouts.sandbox import CommandResult, Verification
@@ -134,6 +141,14 @@ def report(verdict: GateVerdict, failing: str = "", reason: ReasonCode | None = 
                       oracle=dict.fromkeys(METRICS, 1.0), nop=dict.fromkeys(METRICS, 0.0))
 
 
+def trial_cheat_attempts(task_dir: Path) -> list[ShortcutAttempt]:
+    """The gate's attempts for a trial's cheats, scoring 0: each did work (left a file changed) unless its script
+    says `# no work` (the real measurement is the gate's, tested in Docker)."""
+    return [ShortcutAttempt(kind=AttemptKind.CHEAT, name=f"cheats/{p.name}", family="cheat",
+                            verdict=CheckVerdict.PASS, work=[] if "# no work" in p.read_text() else ["/app/out.txt"])
+            for p in sorted((task_dir / "solution" / "cheats").glob("*.sh"))]
+
+
 class FakeGate:
     """Answers each gate of a frozen draft with the next prepared report (the last one repeats), and each
     pre-freeze trial (a throw-away copy in a `.trial-` folder) with `trial` (default: retained)."""
@@ -145,7 +160,8 @@ class FakeGate:
     def __call__(self, task_dir: Path) -> GateReport:
         if task_dir.parent.name.startswith(".trial-"):
             self.trials += 1
-            return self.trial
+            cheats = self.trial.cheats or trial_cheat_attempts(task_dir)
+            return self.trial.model_copy(update={"cheats": cheats})
         r = self.reports[min(self.calls, len(self.reports) - 1)]
         self.calls += 1
         return r

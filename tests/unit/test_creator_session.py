@@ -37,6 +37,7 @@ from tests.unit.creator_support import (
     ScriptedChat,
     build_and_freeze,
     solved,
+    trial_cheat_attempts,
     writes,
 )
 from tests.unit.task_helpers import plans_and_axes, skill_from_dir
@@ -258,7 +259,7 @@ def test_before_the_freeze_a_draft_reference_runs_the_whole_gate_on_a_throw_away
         solve = task_dir / "solution" / "solve.sh"
         cheats = sorted(p.name for p in (task_dir / "solution" / "cheats").glob("*.sh"))
         seen.append((task_dir, solve.read_text(), os.access(solve, os.X_OK), cheats))
-        return SHORTCUT if len(seen) == 1 else RETAINED
+        return SHORTCUT if len(seen) == 1 else RETAINED.model_copy(update={"cheats": trial_cheat_attempts(task_dir)})
 
     blueprint = {**BLUEPRINT, "challenges": [{**BLUEPRINT["challenges"][0], "pattern": pattern(ctx)}]}
     turns = [[("set_blueprint", blueprint), *writes(TASK), ("check", {"reference_solution": SOLVE})],
@@ -272,7 +273,7 @@ def test_before_the_freeze_a_draft_reference_runs_the_whole_gate_on_a_throw_away
     assert "FAIL mutants (shortcut_passed)" in trial and "fix the draft and try again before the freeze" in trial
     assert seen[0][1:] == (SOLVE, True, []) and not seen[0][0].exists()  # the copy is gone
     assert results[1].startswith("refused: no retained trial of the draft as it is now")
-    assert "the freeze needs a retained trial with at least 2 cheats" in results[2]  # one cheat is not enough
+    assert "the freeze needs a retained trial with at least 2 cheats that do work (1 did" in results[2]  # one
     assert results[3].startswith("refused: no retained trial")
     assert "this draft may be frozen now" in results[4] and seen[2][3] == ["all.sh", "empty.sh"]
     assert results[5].startswith("frozen (sha256:")
@@ -282,6 +283,19 @@ def test_before_the_freeze_a_draft_reference_runs_the_whole_gate_on_a_throw_away
     plain = [[("set_blueprint", blueprint), *writes(TASK), ("check", {})]]
     b2, _, _, _ = author(ctx, tmp_path / "2", plain, limits=CreatorLimits(max_candidates=1, max_turns=2, nudges=0))
     assert "pass a draft solve.sh as `reference_solution`, and your cheats as `cheats`" in tool_results(b2)[-1]
+
+
+def test_cheats_that_do_no_work_do_not_count_toward_the_freeze(ctx, tmp_path):
+    """An empty or no-op cheat tests nothing: a trial whose cheats left no non-empty file changed on disk (the
+    gate's `work`) is retained but does not open the freeze, and the result names the idle cheats."""
+    idle = ("check", {"reference_solution": SOLVE, "cheats": {"nothing": "#!/bin/bash\n# no work\ntrue\n",
+                                                              "empty": "#!/bin/bash\n# no work\n: > /tmp/x\n"}})
+    turns = [[*build_and_freeze(pattern(ctx))[0][0:1], *writes(TASK), idle, ("freeze", {})]]
+    b, _, _, _ = author(ctx, tmp_path, turns, limits=CreatorLimits(max_candidates=1, max_turns=2, nudges=0))
+    results = tool_results(b)
+    assert "the freeze needs a retained trial with at least 2 cheats that do work (0 did; these did no work" \
+        in results[-2] and "cheats/empty.sh, cheats/nothing.sh" in results[-2]
+    assert results[-1].startswith("refused: no retained trial") and not b.creator[0].frozen
 
 
 def test_a_naive_cheat_half_satisfying_a_metric_in_the_trial_keeps_the_draft_open(ctx, tmp_path):
