@@ -1,11 +1,12 @@
 """Where the creator's draft runs: a scratch container of the draft's image, and a fresh no-op trial.
 
-Both use the gates' hardened trial (gates.sandbox via rollouts.docker_sandbox): no network, no capabilities,
-process, memory and CPU limits, removed on exit. The workbench is the agent's scratch machine: built from the
-draft's environment/ (rebuilt, in a fresh container, whenever environment/ changed), with the draft's tests/ at
-/tests, its solution/ at /solution (after the freeze) and the skill's folder at /skill, all re-copied when they
-change. Whatever the agent runs — its data generators, its draft verifier, the skill's own scripts — runs there,
-never on the host. The no-op trial is what the gate's no-op check does: the verifier on the untouched world.
+Both use the gates' hardened trial (gates.sandbox via rollouts.docker_sandbox): no network, no capabilities but
+CAP_SETUID/CAP_SETGID (gates/solver_run.py), process, memory and CPU limits, removed on exit. The workbench is the
+agent's scratch machine: built from the draft's environment/ (rebuilt, in a fresh container, whenever environment/
+changed), with the draft's tests/ at /tests, its solution/ at /solution (after the freeze) and the skill's folder
+at /skill, all re-copied when they change. Whatever the agent runs — its data generators, its draft verifier, the
+skill's own scripts — runs there, never on the host. The no-op trial is what the gate's no-op check does: the
+verifier on the untouched world.
 """
 
 from __future__ import annotations

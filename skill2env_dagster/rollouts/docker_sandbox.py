@@ -1,6 +1,6 @@
 """The rollout sandbox on the gates' trial API (`gates.sandbox.Sandbox`): a fresh hardened container (no network,
-no capabilities, pids/memory/CPU limits, tmpfs /tmp and /logs, removed on exit whatever happened; the task's
-stand-in services beside it, out of the agent's reach, see `gates.services`) whose `verify()`
+no capabilities but CAP_SETUID/CAP_SETGID, pids/memory/CPU limits, tmpfs /tmp and /logs, removed on exit whatever
+happened; the task's stand-in services beside it, out of the agent's reach, see `gates.services`) whose `verify()`
 kills what the agent left running, reads the agent's changes from the engine, refuses a tampered toolchain
 (`tamper_detected`), runs the verifier with a fixed environment and parses the reward.
 
