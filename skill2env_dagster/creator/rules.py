@@ -202,9 +202,10 @@ def answer_key_rule() -> str:
             f"into tests/; do not edit it): it runs COMMAND as uid {SOLVER_UID}, which cannot read "
             f"{CONTAINER_TESTS} or {CONTAINER_SOLUTION} (it makes both 0700) nor write the reward; `-w DIR` makes "
             "a folder writable for it, `-r DIR` readable. So copy each hidden input to a fresh folder (mktemp -d) "
-            "and pass that with -r/-w; never let solver code read anything under /tests, and never copy expected "
-            "answers where it can read them. The gate checks it: in the Oracle's final state it plants a probe "
-            "into every Python, shell and #! script of the working directory and every such file solve.sh wrote, "
+            "and pass that with -r/-w, run the command from that folder (not from /tests), never import solver "
+            "code into the verifier's own process, never let solver code read anything under /tests, never copy "
+            "expected answers where it can read them. The gate checks it: in the Oracle's final state it plants a "
+            "probe into every Python, shell and #! script of the working directory and every such file solve.sh wrote, "
             "runs tests/test.sh, and rejects the task (`answer_key_readable`) if any probe could read a file "
             f"under {CONTAINER_TESTS} or {CONTAINER_SOLUTION}.")
 
