@@ -13,7 +13,8 @@ It makes /tests and /solution mode 0700 (root keeps reading them; the verifier i
 (created if missing) writable and each `-r DIR` readable for everyone, checks that uid SOLVER_UID can read
 neither grading folder, then runs COMMAND as uid/gid SOLVER_UID with no supplementary groups (setpriv, util-linux),
 in the caller's working directory and environment. When COMMAND ends, every process left by that uid is killed
-(by a process of that uid: no capability needed), so nothing it started can write after it. Its exit code is
+(by a process of that uid: no capability needed), so nothing it started can write after it. (`kill -KILL -1`, not
+`kill -s KILL -1`: dash, Debian's /bin/sh, rejects the latter as "Illegal option -1".) Its exit code is
 COMMAND's; 126 (COMMAND not run) when privileges cannot be dropped or the grading is still readable to it.
 
 Needs CAP_SETUID/CAP_SETGID in the verifier's container, as Docker and Harbor give by default; the gate's hardened
@@ -55,7 +56,7 @@ if s2e_as /bin/sh -c 'ls {CONTAINER_TESTS}/ || ls {CONTAINER_SOLUTION}/' >/dev/n
 fi
 s2e_as "$@"
 s2e_rc=$?
-s2e_as /bin/sh -c 'i=0; while [ $i -lt 100 ]; do kill -s STOP -1 2>/dev/null; kill -s KILL -1 2>/dev/null || exit 0;
+s2e_as /bin/sh -c 'i=0; while [ $i -lt 100 ]; do kill -STOP -1 2>/dev/null; kill -KILL -1 2>/dev/null || exit 0;
   i=$((i+1)); done' >/dev/null 2>&1 || :
 exit $s2e_rc
 """

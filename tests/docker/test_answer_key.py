@@ -81,3 +81,51 @@ def test_a_task_whose_verifier_runs_no_solver_program_skips_the_probe_or_passes(
     report = gate_task(make_task(base="good_python", name="no-program"), SETTINGS)
     assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
     assert _check(report, "answer_key").verdict in (CheckVerdict.SKIPPED, CheckVerdict.PASS)
+
+
+@pytest.fixture(scope="module")
+def script_world(docker_client, tmp_path_factory):
+    """(client, image, config, tests dir) of good_script (minimal image) with the helper in its tests/."""
+    import shutil
+
+    from skill2env_dagster.gates.dockerfile import pin_dockerfile
+    from skill2env_dagster.gates.images import build_image
+    from skill2env_dagster.gates.solver_run import write_helper
+    from skill2env_dagster.models.task_dir import TaskDir
+    from skill2env_dagster.models.task_toml import TaskToml
+    from tests.docker.conftest import FIXTURES
+
+    dest = tmp_path_factory.mktemp("helper") / "good_script"
+    shutil.copytree(FIXTURES / "good_script", dest)
+    write_helper(dest / "tests")
+    pin_dockerfile(dest)
+    task = TaskDir(dest)
+    image, _ = build_image(docker_client, task.environment_dir)
+    return docker_client, image, TaskToml.from_toml(task.config.read_text()), task.tests_dir
+
+
+def _helper_run(world, command: str) -> str:
+    """`command` as a verifier would run it (root, /tests in place), in a fresh hardened trial."""
+    from skill2env_dagster.gates.sandbox import Sandbox
+
+    client, image, config, tests = world
+    with Sandbox(client, image, SETTINGS, config, tests) as sb:
+        sb.trial.put_tar(sb.tests_tar())
+        return sb.trial.sh(command, 60).output.decode(errors="replace")
+
+
+def test_the_helper_runs_as_another_uid_that_cannot_read_the_grading_and_leaves_nothing_running(script_world):
+    out = _helper_run(script_world, (
+        "w=$(mktemp -d); /tests/run_as_solver -w $w -- /bin/sh -c 'id -u; cat /tests/test.sh >/dev/null 2>&1 && "
+        "echo READ; touch $0/out && echo WROTE; (sleep 300 &) ; exit 7' $w; echo rc=$?; "
+        "for d in /proc/[0-9]*; do read -r l < $d/status 2>/dev/null; "
+        "grep -qs '^Uid:.*65534' $d/status && echo LEFT; done; head -c 5 /tests/test.sh"))
+    assert out.split() == ["65534", "WROTE", "rc=7", "#!/bi"], out  # root still reads /tests afterwards
+
+
+def test_the_helper_refuses_to_run_without_the_capability_to_drop_privileges(script_world, monkeypatch):
+    from skill2env_dagster.gates import container
+
+    monkeypatch.setattr(container, "KEPT_CAPS", ())
+    out = _helper_run(script_world, "/tests/run_as_solver -- /bin/sh -c 'echo RAN'; echo rc=$?")
+    assert "RAN" not in out and "rc=126" in out and "cannot become uid 65534" in out, out
