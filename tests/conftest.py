@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,19 @@ def _fresh_endpoint_memory():
     forget_endpoints()
     yield
     forget_endpoints()
+
+
+# Where each test ran and when (S2E_TEST_TIMELINE=<file>: one line per test - worker, start, stop, nodeid -
+# appended by the process that ran it). It shows each worker's idle tail and which groups bound the suite's wall
+# time; benchmarks/suite_timeline.py reads it. Off unless set.
+_TIMELINE = os.environ.get("S2E_TEST_TIMELINE")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    start = time.time()
+    yield
+    if _TIMELINE:
+        line = f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}\t{start:.3f}\t{time.time():.3f}\t{item.nodeid}\n"
+        with open(_TIMELINE, "a", encoding="utf-8") as f:  # one short append per line: lines never interleave
+            f.write(line)
