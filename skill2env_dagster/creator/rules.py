@@ -197,17 +197,19 @@ def _robustness(s: GateSettings, limits: CreatorLimits) -> list[Rule]:
 def answer_key_rule() -> str:
     """The `answer_key` stage (gates/answer_key.py) and the helper that satisfies it (gates/solver_run.py)."""
     return (f"Answer key out of reach of solver code: a verifier that runs a program the solver wrote or could "
-            f"change (a script, bot, CLI or module under /app or written by solve.sh) must run it "
-            f"through `{HELPER_PATH} [-w DIR]... [-r DIR]... -- COMMAND [ARG]...` (the harness writes this helper "
-            f"into tests/; do not edit it): it runs COMMAND as uid {SOLVER_UID}, which cannot read "
-            f"{CONTAINER_TESTS} or {CONTAINER_SOLUTION} (it makes both 0700) nor write the reward; `-w DIR` makes "
-            "a folder writable for it, `-r DIR` readable. So copy each hidden input to a fresh folder (mktemp -d) "
-            "and pass that with -r/-w, run the command from that folder (not from /tests), never import solver "
-            "code into the verifier's own process, never let solver code read anything under /tests, never copy "
-            "expected answers where it can read them. The gate checks it: in the Oracle's final state it plants a "
-            "probe into every Python, shell and #! script of the working directory and every such file solve.sh wrote, "
-            "runs tests/test.sh, and rejects the task (`answer_key_readable`) if any probe could read a file "
-            f"under {CONTAINER_TESTS} or {CONTAINER_SOLUTION}.")
+            f"change (a script, bot, CLI or module under /app or written by solve.sh) must run it through "
+            f"`{HELPER_PATH} [-w DIR]... [-r DIR]... -- COMMAND [ARG]...` (the harness writes this helper into "
+            f"tests/; do not edit it): it runs COMMAND as uid {SOLVER_UID}, which cannot read {CONTAINER_TESTS} "
+            f"or {CONTAINER_SOLUTION} (it makes both 0700) nor write the reward; `-w DIR` makes a folder writable "
+            "for it, `-r DIR` readable. So copy each hidden input to a fresh folder (mktemp -d) and pass that "
+            "with -r/-w, run the command from that folder (not from /tests), never import solver code into the "
+            "verifier's own process, never let solver code read anything under /tests, never copy expected "
+            "answers where it can read them. The same holds for solver SQL or any other code the verifier "
+            "executes: run its interpreter through the helper too (e.g. the python3 script that executes the "
+            "solver's query), or at least deny ATTACH and file access to it. The gate checks it: in the Oracle's "
+            "final state it plants a probe into every Python, shell and #! script of the working directory and "
+            "every such file solve.sh wrote, runs tests/test.sh, and rejects the task (`answer_key_readable`) if "
+            f"any probe could read a file under {CONTAINER_TESTS} or {CONTAINER_SOLUTION}.")
 
 
 def _creator(limits: CreatorLimits) -> list[Rule]:
