@@ -41,7 +41,7 @@ read -r s2e_now s2e_l 2>/dev/null < /proc/uptime || s2e_now=0
 s2e_end=$((${s2e_now%.*}+""" + str(REAP_SECONDS) + """))
 left=1
 while [ $left -gt 0 ]; do
-  kill -s STOP -1 2>/dev/null || :
+  kill -STOP -1 2>/dev/null || :  # (dash rejects "kill -s STOP -1": "Illegal option -1")
   left=0; s2e_why=
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
