@@ -98,8 +98,15 @@ class DagsterDev:
         return proc.stdout
 
     def stop_automation(self) -> None:
-        """Stop the change sensor (default RUNNING), so a test decides which runs exist."""
-        self.cli("sensor", "stop", "skillhub_change_sensor")
+        """Stop the change sensor (default RUNNING), so a test decides which runs exist. `dagster dev`'s daemon may
+        write the sensor's state at the same moment, and the loser of that race is refused ("InstigatorState ... is
+        already present in storage"); the state then exists, and a second stop updates it."""
+        try:
+            self.cli("sensor", "stop", "skillhub_change_sensor")
+        except RuntimeError as e:
+            if "already present in storage" not in str(e):
+                raise
+            self.cli("sensor", "stop", "skillhub_change_sensor")
 
     def gql(self, query: str, variables: dict | None = None) -> dict:
         return graphql(self.url, query, variables)

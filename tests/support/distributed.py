@@ -201,11 +201,13 @@ def deployment(root: Path, sources: Path, hosts: list[tuple[str, str]], concurre
                               text=True, timeout=300)
         assert head.returncode == 0, head.stderr
         code_server, d.workspace = _code_server(root, d.env)
+        # Stopped before the daemon starts: with the daemon running, its first sensor tick and this command could
+        # both insert the sensor's state, and the loser failed ("InstigatorState ... is already present in storage").
+        d.dagster("sensor", "stop", "skillhub_change_sensor", "-w", d.workspace)
         with open(root / "daemon.log", "wb") as log:
             daemon = subprocess.Popen([str(VENV_BIN / "dagster-daemon"), "run", "-w", d.workspace], cwd=REPO,
                                       env=d.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         d.head_pids = [code_server.pid, daemon.pid]
-        d.dagster("sensor", "stop", "skillhub_change_sensor", "-w", d.workspace)
         for name, cpuset in hosts:
             started = subprocess.run(["bash", str(CELERY / "worker-host.sh"), f"{label}-{name}", cpuset,
                                       str(concurrency)], env=d.env, capture_output=True, text=True, timeout=120)
