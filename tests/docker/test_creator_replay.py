@@ -46,6 +46,10 @@ REJECTS = {"reconciliation--table-aging-analysis-for-outstanding-ite-v1": Reason
            "seo-audit--trigger-v1--run1": ReasonCode.ANSWER_KEY_READABLE,
            "seo-audit--trigger-v1": ReasonCode.ANSWER_KEY_READABLE,
            "ticket-triage--triage-rules-engine-fix-v1": ReasonCode.ANSWER_KEY_READABLE}
+# Task 09 has a second hole: its grader (python3 -I -S) runs the solver's bot with a plain python3, which loads the
+# tamper kit's planted .pth; whether the kit's re-forger lands its write after the grader's (tamper_vulnerable, an
+# earlier stage) or not (then the answer_key stage rejects) is a race of the engine's scheduling: either is right.
+ALSO_REJECTED_BY = {"ticket-triage--triage-rules-engine-fix-v1": ReasonCode.TAMPER_VULNERABLE}
 
 
 def test_there_are_transcripts_of_three_skills_the_gate_retains():
@@ -71,7 +75,8 @@ def test_a_recorded_transcript_is_retained_again(path, corpus_dir, docker_client
                                  CreationSettings())
     assert [r.turns for r in bundle.creator] == t["recorded"]["turns"]
     if path.stem in REJECTS:
-        assert bundle.reasons == [REJECTS[path.stem]], (bundle.reasons, bundle.evidence)
+        assert bundle.reasons in ([REJECTS[path.stem]], [ALSO_REJECTED_BY.get(path.stem)]), (bundle.reasons,
+                                                                                             bundle.evidence)
         return
     assert [r.status for r in bundle.creator] == t["recorded"]["statuses"], (bundle.reasons, bundle.evidence)
     assert bundle.status == "retained" and report is not None and compute_freeze_hash(bundle.path) == bundle.freeze_hash
