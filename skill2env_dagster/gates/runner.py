@@ -49,7 +49,7 @@ from skill2env_dagster.gates.sandbox import (
     image_policy,
     remove_image,
 )
-from skill2env_dagster.gates.script_batch import WORK_FIND, WORK_STAMP, run_scripts
+from skill2env_dagster.gates.script_batch import WORK_FIND, WORK_START, run_scripts
 from skill2env_dagster.gates.services import ServiceSpec, load_services
 from skill2env_dagster.gates.settings import GateSettings
 from skill2env_dagster.gates.static_checks import run_static_checks
@@ -167,7 +167,7 @@ class _Gate:
 
     def _run_script(self, sb: Sandbox, script: str) -> tuple[ExecResult, tuple[str, ...] | None]:
         """wrong.sh or a cheat from the image's state, and its work (script_batch.WORK_FIND), as the batch does."""
-        sb.trial.sh(f": > {WORK_STAMP}; sleep 0.01 2>/dev/null || :", 10)
+        sb.trial.sh(WORK_START, 10)
         res = sb.run_solution(self.task.solution_dir, script, self.timeouts[0])
         if res.timed_out or res.died:
             return res, None
@@ -376,7 +376,6 @@ class _Gate:
         plants = run_plants(sb, self.task.tests_dir)
         self.report.tamper = [*([self.forge] if self.forge else []), hooks, *plants]
         return kit_check(self.report.tamper, time.perf_counter() - start + self.forge_seconds)
-
 
     def _answer_key(self, oracle_ok: bool) -> CheckResult:
         """answer_key.py: the verifier on the Oracle's final state with a probe in every program the solver could

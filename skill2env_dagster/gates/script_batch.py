@@ -73,6 +73,7 @@ _DIGEST = ('(cd "$S" && find . -type f -exec sha256sum {} + && find . ! -type d 
 # with none wrote nothing a verifier could grade (an empty or no-op "cheat" tests nothing; creator/session.py).
 WORK_STAMP = "/dev/shm/.s2e-work-stamp"
 WORK_MARK = "@@S2E-WORK"
+WORK_START = f": > {WORK_STAMP}; sleep 0.01 2>/dev/null || :"  # the stamp, then a tick: a later write is newer
 WORK_FIND = (f'find / -xdev \\( -path {CONTAINER_SOLUTION} -o -path {CONTAINER_TESTS} -o -path {STAGE} \\) -prune -o '
              f'-type f -newer {WORK_STAMP} -size +0 -print 2>/dev/null | head -n 5 | tr "\\n" " "')
 _SCRIPT = (
@@ -82,7 +83,7 @@ _SCRIPT = (
     + REAP +
     '  . "$S/reset.sh"; cp -a "$S/solution" /\n'
     '  read -r run < "$S/$id.run"\n'
-    f'  : > {WORK_STAMP}; sleep 0.01 2>/dev/null || :\n'
+    f'  {WORK_START}\n'
     '  (cd "$WD" 2>/dev/null; . "$S/agent_env.sh"; exec $TS "' + CONTAINER_SOLUTION + '/$run")'
     ' >/dev/null 2>&1 </dev/null\n'
     + REAP +
