@@ -18,7 +18,7 @@ if [ "${1:-}" = "--fast" ]; then FAST=1; shift; fi
 bash scripts/setup.sh || exit 1
 export PATH="$REPO/.venv/bin:$PATH"
 log() { echo "test.sh: $*" >&2; }
-XDIST=(-n "${S2E_TEST_WORKERS:-2}" --dist loadgroup)
+XDIST=(-n "${S2E_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder)  # the order: tests/conftest.py
 
 if [ $FAST = 1 ]; then
   bash scripts/lint.sh || { log "static checks failed (ruff/mypy/import-linter findings above)"; exit 1; }
@@ -32,10 +32,13 @@ if [ $FAST = 1 ]; then
 fi
 
 if [ "${CI:-}" = "true" ]; then export S2E_REQUIRE_DOCKER=1; fi
-# Set-up steps run side by side where they can (most of their time is installs, image layers and waiting): the
-# static checks from the start; after the engine, the database, the browser and Harbor (one after another: two
-# apt-get runs at once would fight over dpkg's lock) beside the base images and the project image. Each says what
-# failed; only the static checks and, on CI, the engine decide the exit status here.
+# Two passes, so the set-up's waiting is not the suite's: the tests that need no host component (no engine, browser,
+# database or Harbor venv; most of the suite by count) run while the static checks and the host set-up run beside
+# them (most of the set-up's time is installs, image layers and waiting); the host tests run once their components
+# are up. Set-up steps run side by side where they can: after the engine, the database, the browser and Harbor
+# (one after another: two apt-get runs at once would fight over dpkg's lock) beside the base images and the project
+# image. Each says what failed; only the static checks and, on CI, the engine decide the exit status here.
+HOST_TESTS="docker or postgres or browser or harbor"
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 bash scripts/lint.sh >"$logs/lint" 2>&1 &
@@ -48,23 +51,49 @@ others() {
   step browser "chromium/playwright unavailable: browser tests will skip"
   step harbor "Harbor venv unavailable: the Harbor acceptance test will make it or skip"
 }
-engine=0
-if bash scripts/docker-up.sh; then
-  others &
-  skill2env base-images >/dev/null || { log "base images could not be built"; engine=1; }
-  bash deploy/build-image.sh >/dev/null || log "project image could not be built: the scale-out test will build or skip"
-else
-  log "Docker engine/registry unavailable: docker tests will skip"; engine=1
-  others
+host_setup() {  # exit status 1 when the engine (or the base images on it) could not be made
+  if bash scripts/docker-up.sh >"$logs/docker" 2>&1; then
+    others &
+    skill2env base-images >/dev/null 2>"$logs/base" || { cat "$logs/base" >&2; log "base images could not be built"; wait; return 1; }
+    bash deploy/build-image.sh >/dev/null 2>"$logs/image" \
+      || log "project image could not be built: the scale-out test will build or skip"
+    wait
+  else
+    cat "$logs/docker" >&2; log "Docker engine/registry unavailable: docker tests will skip"; others; return 1
+  fi
+}
+host_setup &
+setup_pid=$!
+pytest_pass() {  # pytest_pass MARK-EXPRESSION [pytest args...]: one pass on the workers (exit 5: nothing collected)
+  local mark="$1"; shift
+  python -m pytest -p no:cacheprovider "${XDIST[@]}" -m "$mark" --durations=15 "$@"  # the slowest, to keep CI time in view
+}
+user_mark=0
+for a in "$@"; do case "$a" in -m|-m*) user_mark=1;; esac; done
+rc1=5
+if [ $user_mark = 0 ]; then  # (a -m of the caller's own selects on its own: everything runs in the second pass)
+  log "pass 1 of 2: the tests that need no host component, beside the set-up"
+  # As in the fast tier, no engine is reachable in this pass: a test that reaches for one fails, never races set-up.
+  DOCKER_HOST=unix:///nonexistent/s2e-pass-1.sock S2E_FAST_TIER=1 pytest_pass "not ($HOST_TESTS)" "$@"
+  rc1=$?
 fi
 wait "$lint_pid"
 lint_rc=$?
 cat "$logs/lint"
-wait  # the other set-up steps
+wait "$setup_pid"
+engine=$?
 [ $lint_rc -eq 0 ] || { log "static checks failed (ruff/mypy/import-linter findings above)"; exit 1; }
 [ $engine -eq 0 ] || [ "${CI:-}" != "true" ] || exit 1
 
-python -m pytest -p no:cacheprovider "${XDIST[@]}" --durations=25 "$@"  # the slowest tests, to keep CI time in view
-rc=$?
-[ $rc -eq 5 ] && { log "pytest collected no tests"; exit 1; }
-exit $rc
+if [ $user_mark = 0 ]; then
+  log "pass 2 of 2: the tests that need the engine, the browser, PostgreSQL or Harbor"
+  pytest_pass "$HOST_TESTS" "$@"
+else
+  python -m pytest -p no:cacheprovider "${XDIST[@]}" --durations=25 "$@"
+fi
+rc2=$?
+if [ $rc1 -eq 5 ] && [ $rc2 -eq 5 ]; then log "pytest collected no tests"; exit 1; fi
+[ $rc1 -eq 5 ] && rc1=0
+[ $rc2 -eq 5 ] && rc2=0
+[ $rc1 -eq 0 ] || { log "pass 1 failed (its summary is above pass 2's)"; exit $rc1; }
+exit $rc2

@@ -19,6 +19,20 @@ HOST_MARKERS = ("docker", "postgres", "browser", "harbor")
 
 
 SHARED_SCOPES = ("module", "package", "class")
+# The longest scheduling units of a full run (benchmarks/suite_timeline.py on a timeline of it), started first in
+# this order and the rest after them in file order (scripts/test.sh turns off pytest-xdist's own order, biggest
+# group first): a long unit handed out last would keep one worker busy while the other sits idle. Only the order
+# depends on this list, never a result.
+LONG_FIRST = ("tests/ops/test_ui_browser.py", "tests/ops/test_distributed.py", "tests/docker/test_task_demo.py",
+              "tests/ops/test_scale_out.py", "tests/docker/test_creator_replay.py", "tests/docker/test_run.py",
+              "tests/docker/test_engine_restart.py", "tests/unit/test_harbor_acceptance.py",
+              "tests/docker/test_llm_endpoint_e2e.py", "tests/unit/test_task_generator.py",
+              "tests/unit/test_screen_corpus.py", "tests/unit/test_planning_offline.py")
+
+
+def _long_first(item: pytest.Item) -> int:
+    path = item.nodeid.split("::")[0]
+    return LONG_FIRST.index(path) if path in LONG_FIRST else len(LONG_FIRST)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker and before pytest-xdist reads the groups
@@ -34,6 +48,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                          if d.scope in SHARED_SCOPES})
         if shared and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(name="+".join(shared) or item.nodeid.split("::")[0]))
+    items.sort(key=_long_first)  # stable: file order within each rank, so every worker collects the same order
 
 
 LOST_GROUPS = pytest.StashKey[str]()
