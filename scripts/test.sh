@@ -17,6 +17,10 @@ FAST=0
 if [ "${1:-}" = "--fast" ]; then FAST=1; shift; fi
 bash scripts/setup.sh || exit 1
 export PATH="$REPO/.venv/bin:$PATH"
+# Bytecode caches on, whatever the caller's environment says: every worker's collection rewrites ~260 test modules'
+# asserts (about 5 of its 11 CPU-s) and every `skill2env`/`dagster` process the tests start compiles the package
+# again when PYTHONDONTWRITEBYTECODE is set (it is on some CI images). __pycache__ is git-ignored.
+unset PYTHONDONTWRITEBYTECODE
 log() { echo "test.sh: $*" >&2; }
 XDIST=(-n "${S2E_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder)  # the order: tests/conftest.py
 
