@@ -111,11 +111,13 @@ class DagsterDev:
     def gql(self, query: str, variables: dict | None = None) -> dict:
         return graphql(self.url, query, variables)
 
-    def launch_job(self, job: str, partition: str | None = None, location: str = "skill2env") -> str:
-        """Launch a job run the way the UI's Launchpad does; returns the run id."""
+    def launch_job(self, job: str, partition: str | None = None, location: str = "skill2env",
+                   run_config: dict | None = None) -> str:
+        """Launch a job run the way the UI's Launchpad does (with the config a user may type there); returns the
+        run id."""
         tags = [{"key": "dagster/partition", "value": partition}] if partition else []
         params = {"selector": {"repositoryLocationName": location, "repositoryName": "__repository__",
-                               "jobName": job}, "executionMetadata": {"tags": tags}}
+                               "jobName": job}, "executionMetadata": {"tags": tags}, "runConfigData": run_config or {}}
         result = self.gql(LAUNCH_RUN, {"params": params})["launchRun"]
         assert result["__typename"] == "LaunchRunSuccess", f"launch of {job} refused: {result}"
         return result["run"]["runId"]

@@ -47,6 +47,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+ONE_TASK = {"ops": {"task_bundles": {"config": {"max_variants": 1}}}}
 PROMPT_ASSETS = ("workflow_plans",)  # the assets whose code_version hashes PLAN_TEMPLATE
 UNTOUCHED = ("skillhub_snapshot",)
 
@@ -219,8 +220,9 @@ def test_user_materialises_inspects_follows_lineage_then_backfills_a_prompt_edit
     crawl_run = _new_run_id(server, before)
     assert server.wait_run(crawl_run) == "SUCCESS", server.log_tail()
 
-    # 3. One skill's partitions (the per-skill job for that partition key), as the Launchpad does.
-    run_id = server.launch_job("skill_pipeline", partition=SKILL)
+    # 3. One skill's partitions (the per-skill job for that partition key), as the Launchpad does: one task candidate
+    #    is all the walk needs (the default, 8, built and gated four here: a minute of the engine's time).
+    run_id = server.launch_job("skill_pipeline", partition=SKILL, run_config=ONE_TASK)
     assert server.wait_run(run_id) == "SUCCESS", server.log_tail()  # creation gates every stage
 
     # 4. That partition's materialisation metadata, on the most downstream per-skill asset there is.
