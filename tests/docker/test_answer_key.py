@@ -55,8 +55,9 @@ def test_a_verifier_running_solver_code_that_can_read_the_key_is_rejected(make_t
 def test_the_gate_without_the_stage_retained_it_and_the_key_reader_beats_that_verifier(make_task):
     """What the stage closes: without it the task is retained, and a program that reads the key earns > 0.5."""
     off = SETTINGS.model_copy(update={"answer_key_probe": False})
-    assert gate_task(make_task("answer_key_readable", base="good_script", name="old-gate"), off).verdict \
-        is GateVerdict.RETAINED
+    old = gate_task(make_task("answer_key_readable", base="good_script", name="old-gate"), off)
+    assert old.verdict is GateVerdict.RETAINED, [(c.name, c.reason, c.evidence) for c in old.checks
+                                                 if c.verdict is not CheckVerdict.PASS]
     task = make_task("answer_key_readable", base="good_script", name="old-gate-key-reader")
     _add_key_reader(task)
     report = gate_task(task, off)
