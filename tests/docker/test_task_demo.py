@@ -1,5 +1,6 @@
 """The demo (`skill2env run` on the examples) through Dagster on three example skills: funnel printed, retained
-tasks exported, and every exported folder passes the gates again on its own."""
+tasks exported, every exported folder is the frozen task that passed, and one of each skill passes the gates again
+on its own."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import pytest
 
 from skill2env_dagster.gates.runner import gate_task
+from skill2env_dagster.gates.static_checks import run_static_checks
 from skill2env_dagster.models.gate import GateVerdict
 
 pytestmark = pytest.mark.docker
@@ -33,7 +35,13 @@ def test_demo_exports_tasks_that_pass_gates(docker_client, tmp_path):
     assert funnel["planned"] == 2 and funnel["created"] == 4
     exported = sorted((out / "tasks").iterdir())
     assert len(exported) == funnel["retained"] == len(funnel["exported"]) >= 3
+    # Every exported folder is the frozen task that passed (its recorded freeze hash matches, every static check
+    # passes); one folder per skill - a service task and a file task here - passes the whole gate again on its own.
     for task in exported:
+        assert [c for c in run_static_checks(task) if not c.ok] == [], task
+    first_per_skill = {t.name.split("--")[0]: t for t in reversed(exported)}
+    assert len(first_per_skill) == 2
+    for task in first_per_skill.values():
         assert gate_task(task).verdict is GateVerdict.RETAINED, task
     assert (out / "dagster_home" / "dagster.yaml").is_file()
     assert "telemetry" not in done.stderr.lower()  # quiet console: no banner, no Dagster event lines

@@ -30,6 +30,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.dagster]
 HANG_GUARD_S = 3600  # a deployment that is stuck, not slow: no wait below has a shorter deadline of its own
 VICTIM = "log-triage-awk"  # one of our example skills whose pipeline builds and gates tasks: something to interrupt
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "skillhub"
+# One task candidate per skill run (the default, 8, builds and gates several per skill): what runs where, the kill
+# and the retry need a task being built, not many.
+ONE_TASK = {"ops": {"task_bundles": {"config": {"max_variants": 1}}}}
 CHAIN = ["skillhub_snapshot", "skill_knowledge", "workflow_plans", "axis_samples", "task_bundles", "gate_reports"]
 
 
@@ -64,7 +67,7 @@ def test_runs_spread_over_two_worker_hosts_and_a_killed_worker_is_retried(dist):
     ran_on = []
     for key, busy in zip(keys[:2], reversed(d.hosts), strict=True):
         with d.stopped(busy):
-            run = wait_run(instance, d.launch("skill_pipeline", {"dagster/partition": key}), HANG_GUARD_S)
+            run = wait_run(instance, d.launch("skill_pipeline", {"dagster/partition": key}, ONE_TASK), HANG_GUARD_S)
         assert run.status == dg.DagsterRunStatus.SUCCESS
         ran_on.append(d.host_of(run))
     assert ran_on == d.hosts
@@ -73,7 +76,7 @@ def test_runs_spread_over_two_worker_hosts_and_a_killed_worker_is_retried(dist):
     # frozen before the run's state is read, so the run cannot end between that check and the kill. A run that had
     # already ended when its host froze is not a trial: the partition is launched again (a new victim).
     for _ in range(3):
-        victim = d.launch("skill_pipeline", {"dagster/partition": keys[2]})
+        victim = d.launch("skill_pipeline", {"dagster/partition": keys[2]}, ONE_TASK)
         while not step_started(instance, victim, "task_bundles"):
             assert instance.get_run_by_id(victim).status not in DONE, "ended before task_bundles started"
             time.sleep(0.5)

@@ -54,9 +54,10 @@ class Deployment:
         assert proc.returncode == 0, f"dagster {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
         return proc.stdout
 
-    def launch(self, job: str, tags: dict[str, str] | None = None) -> str:
+    def launch(self, job: str, tags: dict[str, str] | None = None, config: dict | None = None) -> str:
         run_id = str(uuid.uuid4())
         extra = ["--tags", json.dumps(tags)] if tags else []
+        extra += ["--config-json", json.dumps(config)] if config else []
         self.dagster("job", "launch", "-w", self.workspace, "-j", job, "--run-id", run_id, *extra)
         return run_id
 
