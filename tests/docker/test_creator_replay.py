@@ -40,10 +40,10 @@ REJECTS = {"reconciliation--table-aging-analysis-for-outstanding-ite-v1": Reason
            "incident-response--table-severity-classification-v1--run1": ReasonCode.SHORTCUT_PASSED,
            # The answer_key stage (gates/answer_key.py): run 3's task 09 (blind review: its verifier runs the solver's
            # bot while /tests/expected.json is readable; a bot reading glob('/tests/*.json')[0] scored 1.0 on every
-           # metric), and both seo-audit tasks, whose verifiers run the solver's Python program as root with the
-           # key readable (`subprocess.run(["/usr/bin/python3", PROGRAM, ...])`): the same hole, found by the
-           # stage on tasks no review had flagged (run 1's was rejected by its own cheats per metric before).
-           "seo-audit--trigger-v1--run1": ReasonCode.ANSWER_KEY_READABLE,
+           # metric), and the seo-audit task, whose verifier runs the solver's Python program as root with the key
+           # readable (`subprocess.run(["/usr/bin/python3", PROGRAM, ...])`): the same hole, found by the stage on a
+           # task no review had flagged. (Run 1's seo-audit transcript ended at the same stage for the same reason:
+           # removed from the replays, which it only made 30 s longer.)
            "seo-audit--trigger-v1": ReasonCode.ANSWER_KEY_READABLE,
            "ticket-triage--triage-rules-engine-fix-v1": ReasonCode.ANSWER_KEY_READABLE}
 # Task 09 has a second hole: its grader (python3 -I -S) runs the solver's bot with a plain python3, which loads the
