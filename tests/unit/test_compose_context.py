@@ -98,3 +98,19 @@ def test_the_article_follows_the_noun():
     assert [with_article(n) for n in ("analyte", "key", "update", "user", "unit", "interview", "URL")] == [
         "an analyte", "a key", "an update", "a user", "a unit", "an interview", "a URL"]
 
+
+
+def test_method_context_names_a_procedure_a_table_and_a_template_in_a_few_words() -> None:
+    """Each in the skill's own short terms, cut to a few words (a pasted step would give the method away)."""
+    order = _pred("order", "steps", "Follow the steps",
+                  steps=["Collect the raw logs from every host", "Write the summary report"])
+    table = _pred("lookup", "severity", "Severity table", columns=["Error code", "Severity level"],
+                  rows=[["E1", "high"], ["E2", "low"], ["E3", "mid"], ["E4", "low"]], key=0, value=1)
+    template = _pred("sections", "report", "Report template", headings=["Summary", "Timeline", "Follow-ups"])
+    assert method_context([order, table, template]) == (
+        "It has 2 parts, from “Collect the raw logs from…” to “Write the summary report”; it maps Error code (such "
+        "as “E1”, “E2” and “E3”) to Severity level; its headings run from “Summary” to “Follow-ups”.")
+
+
+def test_a_procedure_without_steps_says_nothing() -> None:
+    assert method_context([_pred("order", "steps", "Follow the steps", steps=[])]) == ""
