@@ -100,12 +100,20 @@ def plant(rules: list[dict[str, Any]], n: int, rng: random.Random) -> list[Skill
             cases += [(part, "at_limit_no_toc"), (part, "at_limit_no_toc"), (part, "past_limit_no_toc"),
                       (part, "long_with_toc"), (part, "very_long_with_toc"), (part, "very_long_with_toc")]
     rng.shuffle(cases)
-    folders = []
+    folders: list[SkillFolder] = []
     for i in range(max(n, len(cases))):
-        base = names[i % len(names)] + (f"-{i // len(names) + 1}" if i >= len(names) else "")
-        f = SkillFolder(base, _exact(rng, rng.randrange(120, 300)), False, rng.randrange(120, 380), 0)
-        if i < len(cases):
-            _apply(f, cases[i], rules, rng)
+        # Folder names are paths: one equal to another's (a planted "name-2" next to the 17th folder's "name-2", or
+        # two names cut to the same length) would overwrite that folder. Such a folder is made again on the next
+        # suffix; nothing else changes, so the worlds of every other seed stay as they were.
+        taken, suffix = {f.name for f in folders}, i // len(names) + 1
+        while True:
+            base = names[i % len(names)] + (f"-{suffix}" if suffix > 1 else "")
+            f = SkillFolder(base, _exact(rng, rng.randrange(120, 300)), False, rng.randrange(120, 380), 0)
+            if i < len(cases):
+                _apply(f, cases[i], rules, rng)
+            if f.name not in taken:
+                break
+            suffix += 1
         folders.append(f)
     return folders
 
