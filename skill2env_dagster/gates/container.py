@@ -40,6 +40,11 @@ from skill2env_dagster.reasons import InfraError, InputError, ReasonCode
 log = logging.getLogger(__name__)
 
 LABEL = "skill2env.gate"
+# The reap exec's own deadline. The reaper ends by itself within REAP_SECONDS of starting (gates/reap.py), but the
+# exec that starts it goes through the engine, which on a loaded host takes seconds: the full suite on 3 workers
+# beside other work saw Oracles fail `reap_failed` with no output (the old 15 s passed before the reaper printed a
+# line) and a rollout's container killed for a slow reap (10 s). Only an exec that never returns waits this long.
+REAP_EXEC_SECONDS = 60.0
 SERVICE_LABEL = "skill2env.service"  # on a stand-in service's container: its service name
 WITNESS_LABEL = "skill2env.witness"  # on a gate's witness container (see Witness)
 OWNER_LABEL = "skill2env.owner"  # "<host>/<pid>/<start>": the process that made the container (see reap_orphans)
@@ -466,7 +471,7 @@ class Trial:
         code = int(first) if first.strip().isdigit() else None
         return ExecResult(code, False, res.seconds, rest)
 
-    def reap(self, timeout: float = 15.0) -> ExecResult:
+    def reap(self, timeout: float = REAP_EXEC_SECONDS) -> ExecResult:
         """Kill every process but init and the keeper (see REAP). One reap at a time: a reaper stops and kills
         every process it does not keep, a second reaper's shell included (a command's watchdog and a rollout's
         deadline can fire together)."""
@@ -475,6 +480,6 @@ class Trial:
 
     def reap_or_kill(self) -> None:
         """Stop every agent process; kill the container when even that fails (the files stay readable)."""
-        res = self.reap(timeout=10.0)
+        res = self.reap()
         if res.died or res.timed_out or b"reaped" not in res.output:
             self.kill()
