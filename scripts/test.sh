@@ -7,9 +7,12 @@
 #                                                  suite too (about a third of this tier's time on their own)
 # Brings up the Docker engine, the local registry and the base images, PostgreSQL and chromium for the
 # tests that need them. On CI (CI=true) a component that cannot be started fails the run instead of
-# skipping its tests (S2E_REQUIRE_DOCKER=1). Tests run on S2E_TEST_WORKERS pytest-xdist workers (default 2, the
-# cores CI has; `-n 0` among the pytest args runs them in this process), handed out one by one, except that tests
-# sharing a module-scoped fixture stay together (tests/conftest.py), so such a fixture is made once.
+# skipping its tests (S2E_REQUIRE_DOCKER=1). The full suite runs in two passes: the tests that need no host component
+# on S2E_TEST_WORKERS pytest-xdist workers (default 2, the cores CI has) while that set-up runs, then the host tests
+# on S2E_HOST_TEST_WORKERS (default 3: they wait on the engine part of the time). `-n 0` among the pytest args runs
+# each pass in this process; a `-m` of the caller's own runs one pass after the set-up. Tests are handed out one by
+# one, the longest first (tests/conftest.py), except that tests sharing a module-scoped fixture stay together, so
+# such a fixture is made once.
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
