@@ -136,3 +136,24 @@ def test_what_the_model_was_shown(tmp_path, monkeypatch):
     assert view.seen(early) and view.seen(whole_doc)
     assert not view.seen(beyond) and not view.seen(cut_doc)
     assert late is None or not late.whole
+
+
+def test_a_flag_in_a_file_never_sent_is_quoted_from_disk_and_a_flag_with_no_line_is_a_note(tmp_path):
+    """A lock file is never sent, but its flagged line is still shown verbatim (read from disk); a flag in a binary
+    document, or on no line, becomes a note that describes it; binary files are listed as left out."""
+    lock = '{\n  "name": "wa-notes",\n  "resolved": "https://registry.example.org/wacli-1.0.0.tgz"\n}\n'
+    record = _hub(tmp_path, {"package-lock.json": lock, "docs/guide.pdf": b"%PDF-1.4\n\x00\x01\x02binary",
+                             "assets/blob.dat": b"\x00\x01\x02\x03\xff\xfe"})
+    extra = [Finding(code=ReasonCode.NEEDS_LIVE_SERVICE, rule="r-lock", file="package-lock.json", line=3,
+                     text="registry.example.org"),
+             Finding(code=ReasonCode.NEEDS_LIVE_SERVICE, rule="r-pdf", file="docs/guide.pdf", line=2, text="portal"),
+             Finding(code=ReasonCode.NEEDS_EXTERNAL_ACCOUNT, rule="r-doc", file="SKILL.md", line=0, text="whole document")]
+    view = view_of(record.model_copy(update={"findings": [*record.findings, *extra]}))
+    sent = {f.path for f in view.files}
+    assert "package-lock.json" not in sent and "docs/guide.pdf" not in sent
+    (lock_line,) = [f for f in view.flagged if f.file == "package-lock.json"]
+    assert (lock_line.line, lock_line.text) == (3, lock.split("\n")[2])
+    notes = {(n.file, n.code) for n in view.notes}
+    assert ("docs/guide.pdf", "needs_live_service") in notes and ("SKILL.md", "needs_external_account") in notes
+    left = {x.path: x.why for x in view.left_out}
+    assert "assets/blob.dat" in left and "package-lock.json" in left
