@@ -147,7 +147,8 @@ def test_a_flag_in_a_file_never_sent_is_quoted_from_disk_and_a_flag_with_no_line
     extra = [Finding(code=ReasonCode.NEEDS_LIVE_SERVICE, rule="r-lock", file="package-lock.json", line=3,
                      text="registry.example.org"),
              Finding(code=ReasonCode.NEEDS_LIVE_SERVICE, rule="r-pdf", file="docs/guide.pdf", line=2, text="portal"),
-             Finding(code=ReasonCode.NEEDS_EXTERNAL_ACCOUNT, rule="r-doc", file="SKILL.md", line=0, text="whole document")]
+             Finding(code=ReasonCode.NEEDS_EXTERNAL_ACCOUNT, rule="r-doc", file="SKILL.md", line=0,
+                     text="whole document")]
     view = view_of(record.model_copy(update={"findings": [*record.findings, *extra]}))
     sent = {f.path for f in view.files}
     assert "package-lock.json" not in sent and "docs/guide.pdf" not in sent
