@@ -107,15 +107,17 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def reply(self, code, payload=None, body=None):
+        # Journaled before the answer is sent: a client that has its answer finds its call in the journal (the
+        # verifier may read it as soon as the agent's last call has returned).
+        if urlparse(self.path).path not in ("/health", "/__journal"):
+            with LOCK, open(JOURNAL, "a") as fh:
+                fh.write(json.dumps([self.command, self.path, code, body]) + "\n")
         data = b"" if payload is None else json.dumps(payload).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        if urlparse(self.path).path not in ("/health", "/__journal"):
-            with LOCK, open(JOURNAL, "a") as fh:
-                fh.write(json.dumps([self.command, self.path, code, body]) + "\n")
 
     def route(self):
         url = urlparse(self.path)
