@@ -25,7 +25,8 @@ SHARED_SCOPES = ("module", "package", "class")
 # depends on this list, never a result.
 LONG_FIRST = ("tests/ops/test_ui_browser.py", "tests/ops/test_distributed.py", "tests/docker/test_task_demo.py",
               "tests/ops/test_scale_out.py", "tests/docker/test_creator_replay.py", "tests/docker/test_run.py",
-              "tests/docker/test_engine_restart.py", "tests/unit/test_harbor_acceptance.py",
+              "tests/docker/test_engine_restart.py", "tests/docker/test_task_pipeline.py",
+              "tests/unit/test_harbor_acceptance.py",
               "tests/docker/test_llm_endpoint_e2e.py", "tests/unit/test_task_generator.py",
               "tests/unit/test_screen_corpus.py", "tests/unit/test_planning_offline.py")
 
