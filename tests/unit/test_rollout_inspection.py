@@ -5,6 +5,7 @@ it cut. The commands are run here with bash on files this test writes (read-only
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,12 @@ from tests.support.sample_register import write_sample
 
 
 def _bash(command: str) -> str:
-    out = subprocess.run(["bash", "-c", command], capture_output=True, timeout=60, check=True)
+    # A sample run writes the program's output to /tmp/check (private to the episode's container in a rollout);
+    # here every call gets a folder of its own: two workers running these tests at once overwrote each other's
+    # /tmp/check/check.out (one case printed the other case's output).
+    with tempfile.TemporaryDirectory(prefix="s2e-check-") as scratch:
+        out = subprocess.run(["bash", "-c", command.replace("/tmp/check", scratch)], capture_output=True, timeout=60,
+                             check=True)
     assert len(out.stdout) <= CALL_BYTES, f"one call printed {len(out.stdout)} bytes"
     return out.stdout.decode("utf-8")  # strict: a cut never splits a character
 
