@@ -1,7 +1,6 @@
 """The demo (`skill2env run` on the examples) through Dagster on three example skills (two with file tasks, one
-screened out): funnel printed, retained
-tasks exported, every exported folder is the frozen task that passed, and one of each skill passes the gates again
-on its own."""
+screened out): funnel printed, retained tasks exported, every exported folder is the frozen task that passed, and
+one of each skill passes the gates again on its own."""
 
 from __future__ import annotations
 

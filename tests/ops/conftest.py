@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from skill2env_dagster.artifacts import TASKS
+
 REPO = Path(__file__).resolve().parents[2]
+# Run config of a per-skill run that builds one task candidate (the default, 8, builds and gates several): the ops
+# tests need a task of the skill's chain being built, not many.
+ONE_TASK = {"ops": {TASKS.name: {"config": {"max_variants": 1}}}}
 
 
 def must_run() -> bool:

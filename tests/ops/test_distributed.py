@@ -22,7 +22,7 @@ import pytest
 
 from skill2env_dagster.artifacts import TASKS
 from skill2env_dagster.store import ArtifactStore
-from tests.ops.conftest import unavailable
+from tests.ops.conftest import ONE_TASK, unavailable
 from tests.support.distributed import DONE, UnavailableError, deployment, materializations, step_started, wait_run
 from tests.support.hub import make_hub, write_sources
 
@@ -30,9 +30,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.dagster]
 HANG_GUARD_S = 3600  # a deployment that is stuck, not slow: no wait below has a shorter deadline of its own
 VICTIM = "log-triage-awk"  # one of our example skills whose pipeline builds and gates tasks: something to interrupt
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "skillhub"
-# One task candidate per skill run (the default, 8, builds and gates several per skill): what runs where, the kill
-# and the retry need a task being built, not many.
-ONE_TASK = {"ops": {"task_bundles": {"config": {"max_variants": 1}}}}
 CHAIN = ["skillhub_snapshot", "skill_knowledge", "workflow_plans", "axis_samples", "task_bundles", "gate_reports"]
 
 

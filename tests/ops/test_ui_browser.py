@@ -31,7 +31,7 @@ from skill2env_dagster.cli.ops import StalePartition, stale_partitions
 from skill2env_dagster.definitions import build_defs
 from skill2env_dagster.llm.prompts import PACKAGE_PROMPTS
 from skill2env_dagster.planning.llm_planner import PLAN_TEMPLATE
-from tests.ops.conftest import REPO
+from tests.ops.conftest import ONE_TASK, REPO
 from tests.ops.dagster_dev import DagsterDev, make_home
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.hub import make_hub, write_sources
@@ -47,7 +47,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
-ONE_TASK = {"ops": {"task_bundles": {"config": {"max_variants": 1}}}}
 PROMPT_ASSETS = ("workflow_plans",)  # the assets whose code_version hashes PLAN_TEMPLATE
 UNTOUCHED = ("skillhub_snapshot",)
 

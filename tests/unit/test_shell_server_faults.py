@@ -22,7 +22,7 @@ class FakeEngine:
     end `serve` answers (one request line in, whatever bytes `serve` returns out)."""
 
     def __init__(self, serve: Callable[[bytes], bytes | None], refuse: bool = False) -> None:
-        self.serve, self.refuse, self.threads, self.requests = serve, refuse, [], []
+        self.serve, self.refuse, self.requests = serve, refuse, []
 
     def exec_create(self, cid, cmd, **kwargs):
         if self.refuse:
@@ -31,9 +31,7 @@ class FakeEngine:
 
     def exec_start(self, exec_id, socket: bool = False):
         ours, theirs = _socketpair()
-        t = threading.Thread(target=self._server, args=(theirs,), daemon=True)
-        t.start()
-        self.threads.append(t)
+        threading.Thread(target=self._server, args=(theirs,), daemon=True).start()
         return ours
 
     def _server(self, conn) -> None:
