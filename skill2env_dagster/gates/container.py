@@ -28,6 +28,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import requests.exceptions
 from docker.models.containers import Container
 from docker.types import LogConfig
 
@@ -402,6 +403,17 @@ class Trial:
         except docker.errors.NotFound:
             return False
         return self.box.status == "running"
+
+    def stops_within(self, seconds: float) -> bool:
+        """Whether the container stops within `seconds`: a container whose keeper was killed is being torn down
+        while the engine still reports it running; its stop is the marker waited for, not a delay."""
+        try:
+            self.box.wait(timeout=seconds, condition="not-running")
+        except docker.errors.NotFound:
+            return True
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            return not self.alive()
+        return True
 
     def kill(self) -> None:
         with contextlib.suppress(docker.errors.APIError):

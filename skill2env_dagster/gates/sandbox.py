@@ -70,6 +70,7 @@ log = logging.getLogger(__name__)
 
 COMMIT_REPO = "s2e-gate-state"
 AGENT_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
+DYING_SECONDS = 15.0  # how long a reaper cut short may wait for its container to go down before it is a reap failure
 VERIFIER_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 VERIFIER_LOG = f"{CONTAINER_VERIFIER_LOGS}/test-stdout.txt"
 # What a run leaves on the tmpfs mounts, which the engine's view of changes cannot see: emptied between runs that
@@ -144,6 +145,12 @@ class Settled:
     changes: tuple[Change, ...] = ()
     tamper: tuple[str, ...] = ()
     detail: str = ""
+
+
+def unfinished(reaped: ExecResult) -> bool:
+    """The reaper returned without its last line (`reaped` or `still alive: …`): its shell was killed, as happens
+    when the container is going down under it."""
+    return not reaped.timed_out and b"reaped" not in reaped.output and b"still alive" not in reaped.output
 
 
 def reward_from(output: bytes) -> Reward:
@@ -242,7 +249,7 @@ class Sandbox:
             res = self.trial.reap()
         except docker.errors.APIError as e:
             return self._settle(self._unresponsive(f"reaper could not start: {e}"))
-        if res.died or not self.trial.alive():
+        if res.died or not self.trial.alive() or (unfinished(res) and self.trial.stops_within(DYING_SECONDS)):
             return self._settle(Settled(TrialStatus.CONTAINER_DIED, detail="container stopped while reaping"))
         if res.timed_out or b"reaped" not in res.output:
             return self._settle(Settled(TrialStatus.REAP_FAILED, detail=res.output[-300:].decode(errors="replace")))
