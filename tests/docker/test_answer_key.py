@@ -115,12 +115,21 @@ def _helper_run(world, command: str) -> str:
         return sb.trial.sh(command, 60).output.decode(errors="replace")
 
 
+# Whether /proc entry $d is a process of the solver's uid that can still run: not a zombie, not exiting (PF_EXITING in
+# its flags) and no SIGKILL pending - the helper's kill is queued when it returns, the process may not have run since.
+_LIVE_SOLVER_PROCESS = (
+    "{ s=$(cat $d/status 2>/dev/null) && echo \"$s\" | grep -q '^Uid:.*65534' "
+    "&& ! echo \"$s\" | grep -q '^State:.*[ZX]' "
+    "&& p=$(echo \"$s\" | sed -n 's/^ShdPnd:[[:space:]]*//p') && q=$(echo \"$s\" | sed -n 's/^SigPnd:[[:space:]]*//p') "
+    "&& f=$(sed 's/.*) //' $d/stat | cut -d' ' -f7) "
+    "&& [ $(( (0x$p | 0x$q) & 0x100 )) -eq 0 ] && [ $((f & 4)) -eq 0 ]; }")
+
+
 def test_the_helper_runs_as_another_uid_that_cannot_read_the_grading_and_leaves_nothing_running(script_world):
     out = _helper_run(script_world, (
         "w=$(mktemp -d); /tests/run_as_solver -w $w -- /bin/sh -c 'id -u; cat /tests/test.sh >/dev/null 2>&1 && "
         "echo READ; touch $0/out && echo WROTE; (sleep 300 &) ; exit 7' $w; echo rc=$?; "
-        "for d in /proc/[0-9]*; do read -r l < $d/status 2>/dev/null; "
-        "grep -qs '^Uid:.*65534' $d/status && echo LEFT; done; head -c 5 /tests/test.sh"))
+        f"for d in /proc/[0-9]*; do {_LIVE_SOLVER_PROCESS} && echo LEFT; done; head -c 5 /tests/test.sh"))
     assert out.split() == ["65534", "WROTE", "rc=7", "#!/bi"], out  # root still reads /tests afterwards
 
 
