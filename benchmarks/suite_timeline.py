@@ -20,13 +20,14 @@ class Entry(NamedTuple):
     start: float
     stop: float
     nodeid: str
+    cpu: float  # CPU seconds of the test's worker process and its waited-for children (0 in an older timeline)
 
 
 def read(path: Path) -> list[Entry]:
     entries = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        worker, start, stop, nodeid = line.split("\t", 3)
-        entries.append(Entry(worker, float(start), float(stop), nodeid))
+        worker, start, stop, nodeid, *cpu = line.split("\t")
+        entries.append(Entry(worker, float(start), float(stop), nodeid, sum(map(float, cpu))))
     return sorted(entries, key=lambda e: e.start)
 
 
@@ -54,9 +55,12 @@ def report(entries: list[Entry], top: int) -> str:
     for e in entries:
         units[unit_of(e.nodeid)].append(e)
     spans = sorted(((sum(e.stop - e.start for e in es), u, es) for u, es in units.items()), reverse=True)
-    lines.append(f"longest units (of {len(units)}): seconds, tests, worker, starts at")
+    lines.append(f"CPU of the workers and their children {sum(e.cpu for e in entries):.0f} s (not the engine's, "
+                 "nor the containers')")
+    lines.append(f"longest units (of {len(units)}): seconds, CPU-s, tests, worker, starts at")
     for seconds, unit, es in spans[:top]:
-        lines.append(f"  {seconds:6.0f} s  {len(es):3d}  {es[0].worker}  +{es[0].start - t0:4.0f} s  {unit}")
+        lines.append(f"  {seconds:6.0f} s  {sum(e.cpu for e in es):6.1f}  {len(es):3d}  {es[0].worker}  "
+                     f"+{es[0].start - t0:4.0f} s  {unit}")
     return "\n".join(lines)
 
 

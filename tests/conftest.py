@@ -127,17 +127,28 @@ def _fresh_endpoint_memory():
     forget_endpoints()
 
 
-# Where each test ran and when (S2E_TEST_TIMELINE=<file>: one line per test - worker, start, stop, nodeid -
-# appended by the process that ran it). It shows each worker's idle tail and which groups bound the suite's wall
-# time; benchmarks/suite_timeline.py reads it. Off unless set.
+# Where each test ran, when and at what CPU cost (S2E_TEST_TIMELINE=<file>: one line per test - worker, start, stop,
+# nodeid, CPU seconds of the worker and of its children - appended by the process that ran it). It shows each
+# worker's idle tail and which groups bound the suite's wall time; benchmarks/suite_timeline.py reads it. Off unless
+# set.
 _TIMELINE = os.environ.get("S2E_TEST_TIMELINE")
+
+
+def _cpu_since(before: os.times_result) -> tuple[float, float]:
+    """CPU seconds since `before`: this process's, and its waited-for children's (a `skill2env run`, a `dagster
+    dev`); the engine's and the containers' are not in either."""
+    now = os.times()
+    return (now.user + now.system - before.user - before.system,
+            now.children_user + now.children_system - before.children_user - before.children_system)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    start = time.time()
+    start, cpu = time.time(), os.times()
     yield
     if _TIMELINE:
-        line = f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}\t{start:.3f}\t{time.time():.3f}\t{item.nodeid}\n"
+        own, children = _cpu_since(cpu)
+        line = (f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}\t{start:.3f}\t{time.time():.3f}\t{item.nodeid}"
+                f"\t{own:.2f}\t{children:.2f}\n")
         with open(_TIMELINE, "a", encoding="utf-8") as f:  # one short append per line: lines never interleave
             f.write(line)
