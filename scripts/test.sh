@@ -8,8 +8,9 @@
 # Brings up the Docker engine, the local registry and the base images, PostgreSQL and chromium for the
 # tests that need them. On CI (CI=true) a component that cannot be started fails the run instead of
 # skipping its tests (S2E_REQUIRE_DOCKER=1). The full suite runs in two passes: the tests that need no host component
-# on S2E_TEST_WORKERS pytest-xdist workers (default 2, the cores CI has) while that set-up runs, then the host tests
-# on S2E_HOST_TEST_WORKERS (default 3: they wait on the engine part of the time). `-n 0` among the pytest args runs
+# on S2E_TEST_WORKERS pytest-xdist workers (default 2, the cores CI has) from the start, beside that set-up, and the
+# host tests on S2E_HOST_TEST_WORKERS (default 3: they wait on the engine part of the time) as soon as the set-up is
+# done, beside whatever of the first pass is left (its output is printed after the second's). `-n 0` among the pytest args runs
 # each pass in this process; a `-m` of the caller's own runs one pass after the set-up. Tests are handed out one by
 # one, the longest first (tests/conftest.py), except that tests sharing a module-scoped fixture stay together, so
 # such a fixture is made once.
@@ -44,7 +45,7 @@ fi
 if [ "${CI:-}" = "true" ]; then export S2E_REQUIRE_DOCKER=1; fi
 # Two passes, so the set-up's waiting is not the suite's: the tests that need no host component (no engine, browser,
 # database or Harbor venv; most of the suite by count) run while the static checks and the host set-up run beside
-# them (most of the set-up's time is installs, image layers and waiting); the host tests run once their components
+# them (most of the set-up's time is installs, image layers and waiting); the host tests start once their components
 # are up. Set-up steps run side by side where they can: after the engine, the database, the browser and Harbor
 # (one after another: two apt-get runs at once would fight over dpkg's lock) beside the base images and the project
 # image. Each says what failed; only the static checks and, on CI, the engine decide the exit status here.
@@ -82,19 +83,23 @@ user_mark=0
 for a in "$@"; do case "$a" in -m|-m*) user_mark=1;; esac; done
 rc1=5
 if [ $user_mark = 0 ]; then  # (a -m of the caller's own selects on its own: everything runs in the second pass)
-  log "pass 1 of 2: the tests that need no host component, beside the set-up"
+  log "pass 1 of 2: the tests that need no host component, beside the set-up (its output follows pass 2's)"
   # As in the fast tier, no engine is reachable in this pass: a test that reaches for one fails, never races set-up.
-  DOCKER_HOST=unix:///nonexistent/s2e-pass-1.sock S2E_FAST_TIER=1 pytest_pass "not ($HOST_TESTS)" XDIST "$@"
-  rc1=$?
+  ( DOCKER_HOST=unix:///nonexistent/s2e-pass-1.sock S2E_FAST_TIER=1 pytest_pass "not ($HOST_TESTS)" XDIST "$@" \
+      >"$logs/pass1" 2>&1; echo $? >"$logs/pass1.rc" ) &
+  pass1_pid=$!
 fi
 wait "$lint_pid"
 lint_rc=$?
 cat "$logs/lint"
 wait "$setup_pid"
 engine=$?
-[ $lint_rc -eq 0 ] || { log "static checks failed (ruff/mypy/import-linter findings above)"; exit 1; }
-[ $engine -eq 0 ] || [ "${CI:-}" != "true" ] || exit 1
+stop_pass1() { [ $user_mark = 1 ] || { pkill -TERM -P "$pass1_pid" 2>/dev/null; wait "$pass1_pid"; }; }
+[ $lint_rc -eq 0 ] || { stop_pass1; log "static checks failed (ruff/mypy/import-linter findings above)"; exit 1; }
+[ $engine -eq 0 ] || [ "${CI:-}" != "true" ] || { stop_pass1; exit 1; }
 
+# The host tests start once their components are up, while pass 1 may still run: the two share the cores, so
+# neither's tail (one worker left on its longest test) leaves a core idle.
 if [ $user_mark = 0 ]; then
   log "pass 2 of 2: the tests that need the engine, the browser, PostgreSQL or Harbor"
   pytest_pass "$HOST_TESTS" HOST_XDIST "$@"
@@ -102,8 +107,14 @@ else
   python -m pytest -p no:cacheprovider "${HOST_XDIST[@]}" --durations=25 "$@"
 fi
 rc2=$?
+if [ $user_mark = 0 ]; then
+  wait "$pass1_pid"
+  log "pass 1's output:"
+  cat "$logs/pass1"
+  rc1=$(cat "$logs/pass1.rc" 2>/dev/null || echo 1)
+fi
 if [ $rc1 -eq 5 ] && [ $rc2 -eq 5 ]; then log "pytest collected no tests"; exit 1; fi
 [ $rc1 -eq 5 ] && rc1=0
 [ $rc2 -eq 5 ] && rc2=0
-[ $rc1 -eq 0 ] || { log "pass 1 failed (its summary is above pass 2's)"; exit $rc1; }
+[ $rc1 -eq 0 ] || { log "pass 1 failed (its summary is just above)"; exit $rc1; }
 exit $rc2
