@@ -18,6 +18,10 @@ pytestmark = pytest.mark.docker
 # The fixture tasks are generic data chores (a line count, totals per region) that exercise the other stages; the
 # skill-blind battery rejects such tasks by design, so it is off here and tested in test_gates_blind.py.
 SETTINGS = GateSettings(concurrency=2, run_id=RUN_ID, blind_baselines=False)
+# The Oracle, the no-op and wrong.sh only: for claims about those runs, the build and containment (the later stages
+# are tested in test_gates_robustness.py; they would double a gate's cost here).
+CORE = SETTINGS.model_copy(update={"answer_key_probe": False, "mutation_testing": False, "run_cheats": False,
+                                   "tamper_kit": False})
 
 
 def _check(report, name):
@@ -38,7 +42,7 @@ def test_good_task_is_retained(make_task, base):
 
 
 def test_wrong_solution_scores_below_one(make_task):
-    report = gate_task(make_task(), SETTINGS)
+    report = gate_task(make_task(), CORE)
     assert report.wrong == {"format": 1.0, "correct": 0.0}
     assert _check(report, "wrong_solution").verdict is CheckVerdict.PASS
 
@@ -65,8 +69,8 @@ def test_one_defect_is_rejected_with_its_reason(make_task, overlay, reason, chec
 
 
 def test_unchanged_environment_is_not_rebuilt(make_task):
-    first = gate_task(make_task(name="a"), SETTINGS)
-    second = gate_task(make_task(name="b"), SETTINGS)
+    first = gate_task(make_task(name="a"), CORE)
+    second = gate_task(make_task(name="b"), CORE)
     assert first.image == second.image
     assert "cached" in _check(second, "build").evidence
 
@@ -98,7 +102,7 @@ def test_no_engine_is_infra_failed_not_pass(make_task):
 )
 def test_hostile_solution_is_contained(make_task, docker_client, overlay, reason):
     task = make_task(overlay)
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, CORE)
     assert report.reason is reason, report.model_dump_json(indent=1)
     oracle = _check(report, "oracle")
     # Containment, not speed: without an enforced timeout a hanging solution would run until pytest's own
@@ -134,8 +138,6 @@ def test_cli_contract(make_task, tmp_path):
                            text=True, timeout=120)
     assert quick.returncode == 0, quick.stderr
     assert json.loads(out.read_text())[0]["mutation_testing"] == "off"
-    one = subprocess.run([*cmd[:4], str(good), "--json", str(out)], capture_output=True, text=True, timeout=120)
-    assert one.returncode == 0, one.stderr
 
 
 def test_ctrl_c_removes_every_container(make_task, docker_client):

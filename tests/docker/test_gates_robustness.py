@@ -18,6 +18,14 @@ pytestmark = pytest.mark.docker
 # The fixture tasks are generic data chores (a line count, totals per region) that exercise the other stages; the
 # skill-blind battery rejects such tasks by design, so it is off here and tested in test_gates_blind.py.
 SETTINGS = GateSettings(concurrency=2, run_id=RUN_ID, blind_baselines=False)
+# A test whose claim is one stage's turns off the costly stages that cannot bear on it (a whole gate of a fixture
+# task: 3.1-3.6 CPU-s here, its Oracle, no-op and static checks alone about 1); the good tasks and the removal of
+# committed states run every stage.
+_ONLY = {"answer_key_probe": False, "mutation_testing": False, "run_cheats": False, "tamper_kit": False}
+SCRIPTS = SETTINGS.model_copy(update={**_ONLY, "run_cheats": True})  # wrong.sh and the cheats
+MUTANTS = SETTINGS.model_copy(update={**_ONLY, "mutation_testing": True})  # mutation testing (wrong.sh before it)
+TAMPER = SETTINGS.model_copy(update={**_ONLY, "tamper_kit": True})  # the tamper kit
+STAGE_SETTINGS = {"mutants": MUTANTS, "cheats": SCRIPTS, "tamper_kit": TAMPER}
 
 
 def _check(report, name):
@@ -64,7 +72,7 @@ def test_batched_scripts_start_from_the_image_and_a_pass_is_rejected(make_task):
     task = make_task(base="good_script", name="batch_reset")
     _add_cheat(task, "a_right.sh", (task / "solution" / "solve.sh").read_text().split("\n", 1)[1])
     _add_cheat(task, "b_nothing.sh", "true\n")
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, SCRIPTS)
     assert (report.verdict, report.reason) == (GateVerdict.REJECTED, ReasonCode.SHORTCUT_PASSED)
     assert _attempt(report, "cheats/a_right.sh").verdict is CheckVerdict.FAIL
     nothing = _attempt(report, "cheats/b_nothing.sh")
@@ -79,17 +87,17 @@ def test_solution_env_reaches_batched_scripts_and_odd_names_run_one_at_a_time(ma
     toml.write_text(toml.read_text().replace("[solution.env]\n", '[solution.env]\nCHEAT_MODE = "right"\n'))
     _add_cheat(task, "env_right.sh", '[ "$CHEAT_MODE" = right ] || exit 0\n'
                + (task / "solution" / "solve.sh").read_text().split("\n", 1)[1])
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, SCRIPTS)
     assert _attempt(report, "cheats/env_right.sh").verdict is CheckVerdict.FAIL  # it saw the variable
     toml.write_text(toml.read_text().replace("CHEAT_MODE", '"CHEAT-MODE"'))
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, SCRIPTS)
     assert "not a shell name" in _check(report, "cheats").evidence
 
 
 def test_a_script_writing_outside_the_outputs_makes_the_batch_run_one_at_a_time(make_task):
     task = make_task(base="good_script", name="batch_stray")
     _add_cheat(task, "stray.sh", "echo x > /root/scratch.txt\nprintf '#!/bin/bash\\n' > /app/bin/region-totals\n")
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, SCRIPTS)
     cheats = _check(report, "cheats")
     assert report.verdict is GateVerdict.RETAINED and cheats.verdict is CheckVerdict.PASS, cheats
     assert "a batched run changed A /root/scratch.txt" in cheats.evidence and "reset between runs" in cheats.evidence
@@ -105,19 +113,19 @@ def test_a_script_editing_the_batch_stage_makes_the_batch_run_one_at_a_time(make
     _add_cheat(task, "a_stage.sh", f"cp {stage}/test.sh /.s2e-scripts/keep\n"
                f"printf '#!/bin/sh\\nexit 0\\n' > {stage}/test.sh\n")
     _add_cheat(task, "c_restore.sh", f"[ -f /.s2e-scripts/keep ] && mv /.s2e-scripts/keep {stage}/test.sh\ntrue\n")
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, SCRIPTS)
     cheats = _check(report, "cheats")
     assert report.verdict is GateVerdict.RETAINED and cheats.verdict is CheckVerdict.PASS, cheats
     assert "the batch's stage changed (seen before the verifier of cheats/a_stage.sh)" in cheats.evidence, cheats
     assert "reset between runs" in cheats.evidence
     _add_cheat(task, "b_right.sh", (task / "solution" / "solve.sh").read_text().split("\n", 1)[1])
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, SCRIPTS)
     assert (report.verdict, report.reason) == (GateVerdict.REJECTED, ReasonCode.SHORTCUT_PASSED)
     assert _attempt(report, "cheats/b_right.sh").verdict is CheckVerdict.FAIL
 
 
 def test_tree_output_loses_reward_when_a_file_is_deleted(make_task):
-    report = gate_task(make_task(base="good_tree"), SETTINGS)
+    report = gate_task(make_task(base="good_tree"), MUTANTS)
     deleted = _attempt(report, "delete_file:/app/by_region")
     assert deleted.verdict is CheckVerdict.PASS and deleted.metrics["files"] < 1.0
 
@@ -138,7 +146,7 @@ def test_tree_output_loses_reward_when_a_file_is_deleted(make_task):
     ],
 )
 def test_weak_verifier_is_rejected_by_the_stage_that_sees_it(make_task, overlay, base, reason, check, attempt):
-    report = gate_task(make_task(overlay, base=base), SETTINGS)
+    report = gate_task(make_task(overlay, base=base), STAGE_SETTINGS[check])
     assert (report.verdict, report.reason) == (GateVerdict.REJECTED, reason), report.model_dump_json(indent=1)
     assert _check(report, check).verdict is CheckVerdict.FAIL
     assert attempt in _check(report, check).evidence
@@ -151,7 +159,7 @@ def test_never_waived_plants_stay_detected_under_a_broad_declaration(make_task):
     toml = task / "task.toml"
     toml.write_text(toml.read_text().replace("[agent]", '[metadata]\ntoolchain_writes = ["/usr/**", "/etc/**", '
                                              '"/root/**"]\n\n[agent]'))
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, TAMPER)
     assert report.reason is ReasonCode.TAMPER_VULNERABLE
     for name in ["plant:sitecustomize", "plant:usercustomize", "plant:ld_preload", "plant:tests"]:
         assert _attempt(report, name).verdict is CheckVerdict.PASS, name
@@ -168,23 +176,22 @@ def test_the_kit_catches_a_runner_that_does_not_clean_or_reap(make_task, monkeyp
     else:
         monkeypatch.setattr(sandbox, "REAP", "")
         monkeypatch.setattr(container, "REAP", "")
-    report = gate_task(make_task("reward_txt_slow", name=f"weak-{weaken}"),
-                       SETTINGS.model_copy(update={"mutation_testing": False}))
+    report = gate_task(make_task("reward_txt_slow", name=f"weak-{weaken}"), TAMPER)
     assert report.reason is ReasonCode.TAMPER_VULNERABLE, report.model_dump_json(indent=1)
     assert _attempt(report, "forge").verdict is CheckVerdict.FAIL
 
 
 def test_the_same_task_passes_the_forge_attack_with_the_real_runner(make_task):
-    report = gate_task(make_task("reward_txt_slow"), SETTINGS.model_copy(update={"mutation_testing": False}))
+    report = gate_task(make_task("reward_txt_slow"), TAMPER)
     assert _attempt(report, "forge").verdict is CheckVerdict.PASS, report.model_dump_json(indent=1)
 
 
 def test_an_oracle_that_installs_a_tool_must_declare_it(make_task):
-    undeclared = gate_task(make_task("oracle_installs_tool"), SETTINGS)
+    undeclared = gate_task(make_task("oracle_installs_tool"), TAMPER)
     assert undeclared.reason is ReasonCode.ORACLE_FAILED
     assert "tamper_detected" in _check(undeclared, "oracle").evidence
     assert "/usr/local/bin/count-records" in _check(undeclared, "oracle").evidence
-    declared = gate_task(make_task("oracle_installs_declared"), SETTINGS)
+    declared = gate_task(make_task("oracle_installs_declared"), TAMPER)
     assert declared.verdict is GateVerdict.RETAINED, declared.model_dump_json(indent=1)
 
 
@@ -192,14 +199,14 @@ def test_outputs_only_on_tmpfs_are_reported_not_mutation_tested(make_task):
     task = make_task(name="tmpfs")
     (task / "solution" / "solve.sh").write_text("#!/bin/bash\nwc -l < /app/data.txt | tr -d ' ' > /tmp/answer\n"
                                                 "ln -sf /tmp/answer /app/answer.txt\n")
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, MUTANTS)
     assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
     assert _check(report, "mutants").verdict is CheckVerdict.SKIPPED
     assert report.mutation_testing.startswith("skipped")
 
 
 def test_mutation_testing_can_be_turned_off_and_the_report_says_so(make_task):
-    report = gate_task(make_task(base="good_records"), SETTINGS.model_copy(update={"mutation_testing": False}))
+    report = gate_task(make_task(base="good_records"), MUTANTS.model_copy(update={"mutation_testing": False}))
     assert report.verdict is GateVerdict.RETAINED
     assert report.mutation_testing == "off"
     assert _check(report, "mutants").verdict is CheckVerdict.SKIPPED and not report.mutants
@@ -219,7 +226,7 @@ def test_a_deviating_control_reruns_the_mutants_in_fresh_containers(make_task):
     test_sh.write_text(test_sh.read_text().replace("answer_file=/app/answer.txt",
                                                    "[ -e /app/.seen ] && answer_file=/nonexistent\n"
                                                    "touch /app/.seen\nanswer_file=${answer_file:-/app/answer.txt}"))
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, MUTANTS)
     assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
     assert "fresh container" in _check(report, "mutants").evidence
     assert _attempt(report, "perturb_numbers:/app/answer.txt").metrics == {"format": 1.0, "correct": 0.0}
@@ -232,7 +239,7 @@ def test_the_mutant_batch_empties_dev_shm_between_runs(make_task):
     test_sh = task / "tests" / "test.sh"
     prologue = "[ -e /dev/shm/seen ] && exit 0\ntouch /dev/shm/seen\n"
     test_sh.write_text(test_sh.read_text().replace("\n", "\n" + prologue, 1))
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, MUTANTS)
     assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
     assert "batched in the Oracle's container" in _check(report, "mutants").evidence
     assert _attempt(report, "perturb_numbers:/app/answer.txt").metrics == {"format": 1.0, "correct": 0.0}
@@ -249,7 +256,7 @@ def test_a_wrong_sh_caught_tampering_scores_0_and_the_task_is_retained(make_task
     shadow in a fresh container, scores format 1, correct 0. The report says both, with the tamper evidence."""
     task = make_task(name="wrong_tampers")
     (task / "solution" / "wrong.sh").write_text("#!/bin/bash\necho 6 > /app/answer.txt\n" + SHADOW_TR)
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, SCRIPTS)
     assert report.verdict is GateVerdict.RETAINED, report.model_dump_json(indent=1)
     check = _check(report, "wrong_solution")
     assert check.verdict is CheckVerdict.PASS and check.reason is None
@@ -274,7 +281,7 @@ def test_a_tamper_cannot_hide_an_answer_the_verifier_accepts(make_task, script, 
     path.parent.mkdir(exist_ok=True)
     path.write_text("#!/bin/bash\necho 7 > /app/answer.txt\n" + SHADOW_TR)
     path.chmod(0o755)
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, SCRIPTS)
     assert (report.verdict, report.reason) == (GateVerdict.REJECTED, reason), report.model_dump_json(indent=1)
     evidence = _check(report, check).evidence
     assert "by the tamper rule (tamper_detected: A /usr/local/bin/tr" in evidence, evidence
@@ -297,7 +304,7 @@ def test_a_cheats_work_is_measured_batched_and_one_at_a_time(make_task, monkeypa
     task = make_task(base="good_script", name=f"work-{batched}")
     _add_cheat(task, "idle.sh", "true\n")
     _add_cheat(task, "tmp_only.sh", "echo north > /tmp/out.txt\n")
-    report = gate_task(task, SETTINGS)
+    report = gate_task(task, SCRIPTS)
     assert ("batched in the no-op's container" in _check(report, "cheats").evidence) is batched
     work = {a.name: a.work for a in report.cheats}
     assert work == {"cheats/echo_sample.sh": ["/app/bin/region-totals"], "cheats/header_only.sh":
