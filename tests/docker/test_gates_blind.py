@@ -14,7 +14,9 @@ from tests.docker.conftest import RUN_ID
 pytestmark = pytest.mark.docker
 
 
-SETTINGS = GateSettings(concurrency=2, run_id=RUN_ID)
+# The battery runs in the mutation batch; the stages after it (cheats, tamper kit, answer-key probe) cannot bear on
+# these claims and are tested in test_gates_robustness.py and test_answer_key.py.
+SETTINGS = GateSettings(concurrency=2, run_id=RUN_ID, run_cheats=False, tamper_kit=False, answer_key_probe=False)
 
 
 def _check(report, name):
