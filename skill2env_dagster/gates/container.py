@@ -50,6 +50,7 @@ SERVICE_LABEL = "skill2env.service"  # on a stand-in service's container: its se
 WITNESS_LABEL = "skill2env.witness"  # on a gate's witness container (see Witness)
 OWNER_LABEL = "skill2env.owner"  # "<host>/<pid>/<start>": the process that made the container (see reap_orphans)
 HOST_NAME = "S2E_HOST_NAME"  # a worker host's name (hosts sharing a network namespace share a hostname)
+RAN = "s2e-ran"  # run_script's first output line: the engine did run the script
 MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed anyway
 KEPT_CAPS = ("SETUID", "SETGID")  # see the module docstring
 _LIVE: set[str] = set()
@@ -467,19 +468,29 @@ class Trial:
 
         The exec's own output is the program's exit code, then whatever `epilogue` prints (e.g. the reward file),
         so a trial needs no extra round trip; files on the tmpfs mounts cannot be read with `docker cp` anyway.
+        An exec that did not run the script at all (no `RAN` line) is the engine's failure (InfraError), never a
+        verdict on the task; one whose program killed the script's shell returns exit code None.
         """
         cap = self.settings.output_cap_bytes
         # Output goes through a fifo into `head -c`, and we wait for the program alone: processes it leaves behind
         # may hold the fifo open forever, yet must not keep us waiting (the verifier reaps them later).
         body = (
-            f'{prelude}\nlog="$1"; shift; rm -f "$log.fifo"; mkfifo "$log.fifo" || exit 97\n'
+            f'echo {RAN}\n{prelude}\nlog="$1"; shift; rm -f "$log.fifo"; mkfifo "$log.fifo" || exit 97\n'
             f'head -c {cap} < "$log.fifo" > "$log" 2>/dev/null &\n'
             f'"$@" > "$log.fifo" 2>&1 < /dev/null; echo $?\n{epilogue}\nexit 0'
         )
         res = self.sh(body, timeout, env, (log_path, *argv), on_timeout)
         if res.timed_out or res.died:
             return res
-        first, _, rest = res.output.partition(b"\n")
+        ran, _, out = res.output.partition(b"\n")
+        if ran != RAN.encode():
+            # Not even the line printed before anything else: the script never ran (an engine that just restarted
+            # answered the exec with nothing), so no program of the task's can have caused it.
+            if not self.alive():
+                return ExecResult(None, False, res.seconds, b"", died=True)
+            raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"an exec returned without running its script (exit "
+                             f"{res.exit_code}): {res.output[-200:]!r}")
+        first, _, rest = out.partition(b"\n")
         code = int(first) if first.strip().isdigit() else None
         return ExecResult(code, False, res.seconds, rest)
 
