@@ -51,6 +51,9 @@ WITNESS_LABEL = "skill2env.witness"  # on a gate's witness container (see Witnes
 OWNER_LABEL = "skill2env.owner"  # "<host>/<pid>/<start>": the process that made the container (see reap_orphans)
 HOST_NAME = "S2E_HOST_NAME"  # a worker host's name (hosts sharing a network namespace share a hostname)
 RAN = "s2e-ran"  # run_script's first output line: the engine did run the script
+# Tries of a read-only exec whose answer came back cut (the engine loses an exec's output now and then:
+# docker-py#2042, #3332).
+ANSWER_READS = 3
 MAX_READ = 1 << 20  # bytes of a reward file we read back; more is malformed anyway
 KEPT_CAPS = ("SETUID", "SETGID")  # see the module docstring
 _LIVE: set[str] = set()

@@ -90,7 +90,9 @@ done
 _FORGED = """d=/logs/verifier
 [ -L "$d" ] && echo "$d (a symlink)"
 for f in "$d"/* "$d"/.[!.]*; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
+echo s2e-listed
 """
+_LISTED = b"s2e-listed\n"  # the listing's last line: an answer without it was lost on the way (see forged_reward)
 
 
 @dataclass(frozen=True)
@@ -309,8 +311,14 @@ class DockerSandbox:
         anyway, so a forgery never scores; this makes it evidence (tamper_detected), not a silent 0."""
         if self.sandbox.settle().status is not TrialStatus.OK or not self.sandbox.trial.alive():
             return ""
-        res = self.sandbox.trial.sh(_FORGED, 30)
-        return "" if res.died else res.output.decode("utf-8", "replace").strip().replace("\n", ", ")
+        for _ in range(ctr.ANSWER_READS):  # the listing only reads: asked again when its answer came back cut
+            res = self.sandbox.trial.sh(_FORGED, 30)
+            if res.died:
+                return ""
+            if res.output.endswith(_LISTED):
+                return res.output[:-len(_LISTED)].decode("utf-8", "replace").strip().replace("\n", ", ")
+        raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, "the engine returned no whole answer for the listing of "
+                         f"/logs/verifier ({ctr.ANSWER_READS} tries)")
 
 
 class DockerSandboxFactory:
