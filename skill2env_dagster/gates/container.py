@@ -466,13 +466,16 @@ class Trial:
         return ExecResult(code, fired.is_set(), seconds, out or b"", died)
 
     def run_script(self, argv: list[str], log_path: str, timeout: float, prelude: str = "", epilogue: str = "",
-                   env: dict[str, str] | None = None, on_timeout: Callable[[], None] | None = None) -> ExecResult:
+                   env: dict[str, str] | None = None, on_timeout: Callable[[], None] | None = None,
+                   reread: str = "") -> ExecResult:
         """Run `argv` with output capped into `log_path`; the watchdog acts at the deadline (see `sh`).
 
         The exec's own output is the program's exit code, then whatever `epilogue` prints (e.g. the reward file),
         so a trial needs no extra round trip; files on the tmpfs mounts cannot be read with `docker cp` anyway.
-        An exec that did not run the script at all (no `RAN` line) is the engine's failure (InfraError), never a
-        verdict on the task; one whose program killed the script's shell returns exit code None.
+        An answer without the `RAN` line is the engine's failure, never a verdict on the task: when the exec still
+        ended with the script's own `exit 0`, the output was lost on the way (docker-py#2042, #3332) and `reread`, a
+        read-only script that prints the epilogue's answer again (e.g. the reward file), gives it (exit code None);
+        otherwise InfraError. A program that killed the script's shell returns exit code None.
         """
         cap = self.settings.output_cap_bytes
         # Output goes through a fifo into `head -c`, and we wait for the program alone: processes it leaves behind
@@ -487,8 +490,11 @@ class Trial:
             return res
         ran, _, out = res.output.partition(b"\n")
         if ran != RAN.encode():
-            # Not even the line printed before anything else: the script never ran (an engine that just restarted
-            # answered the exec with nothing), so no program of the task's can have caused it.
+            # Not even the line printed before anything else: the engine lost the answer (or never ran the script),
+            # so no program of the task's can have caused it.
+            again = self._reread(reread) if reread and res.exit_code == 0 else None
+            if again is not None:
+                return ExecResult(None, False, res.seconds, again)
             if not self.alive():
                 return ExecResult(None, False, res.seconds, b"", died=True)
             raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, f"an exec returned without running its script (exit "
@@ -496,6 +502,17 @@ class Trial:
         first, _, rest = out.partition(b"\n")
         code = int(first) if first.strip().isdigit() else None
         return ExecResult(code, False, res.seconds, rest)
+
+    def _reread(self, script: str) -> bytes | None:
+        """What read-only `script` prints, from an answer that came back whole (its last line is ours); None when
+        none did in ANSWER_READS tries."""
+        for _ in range(ANSWER_READS):
+            res = self.sh(f"{script}\necho {RAN}", REAP_EXEC_SECONDS)
+            if res.died or res.timed_out:
+                return None
+            if res.output.endswith(RAN.encode() + b"\n"):
+                return res.output[:-len(RAN) - 1]
+        return None
 
     def reap(self, timeout: float = REAP_EXEC_SECONDS) -> ExecResult:
         """Kill every process but init and the keeper (see REAP). One reap at a time: a reaper stops and kills

@@ -296,7 +296,7 @@ class Sandbox:
             # Leftovers of the verifier are reaped too, so a reset() needs no reaper of its own.
             res = self.trial.run_script([f"{CONTAINER_TESTS}/test.sh"], VERIFIER_LOG, timeout, REAP + CLEAN,
                                         f"{PRINT_REWARD}\nrm -rf {CONTAINER_TESTS}\n{REAP}",
-                                        env={**VERIFIER_ENV, **self.config.verifier.env})
+                                        env={**VERIFIER_ENV, **self.config.verifier.env}, reread=PRINT_REWARD)
         except docker.errors.APIError as e:
             if self.trial.alive():
                 raise
