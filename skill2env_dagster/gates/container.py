@@ -472,10 +472,11 @@ class Trial:
 
         The exec's own output is the program's exit code, then whatever `epilogue` prints (e.g. the reward file),
         so a trial needs no extra round trip; files on the tmpfs mounts cannot be read with `docker cp` anyway.
-        An answer without the `RAN` line is the engine's failure, never a verdict on the task: when the exec still
-        ended with the script's own `exit 0`, the output was lost on the way (docker-py#2042, #3332) and `reread`, a
-        read-only script that prints the epilogue's answer again (e.g. the reward file), gives it (exit code None);
-        otherwise InfraError. A program that killed the script's shell returns exit code None.
+        An answer without the `RAN` line is the engine's failure: when the exec still ended with the script's own
+        `exit 0`, the output was lost on the way (docker-py#2042, #3332) and `reread`, a read-only script that
+        prints the epilogue's answer again (the reward file), gives it (exit code None); with a `reread` that cannot,
+        InfraError - a verdict must not rest on it. Without `reread`, and when a program killed the script's shell,
+        the exit code is None and the output empty.
         """
         cap = self.settings.output_cap_bytes
         # Output goes through a fifo into `head -c`, and we wait for the program alone: processes it leaves behind
@@ -492,7 +493,9 @@ class Trial:
         if ran != RAN.encode():
             # Not even the line printed before anything else: the engine lost the answer (or never ran the script),
             # so no program of the task's can have caused it.
-            again = self._reread(reread) if reread and res.exit_code == 0 else None
+            if not reread:  # the caller reads a missing exit code as it always did (e.g. the creator's commands)
+                return ExecResult(None, False, res.seconds, b"")
+            again = self._reread(reread) if res.exit_code == 0 else None
             if again is not None:
                 return ExecResult(None, False, res.seconds, again)
             if not self.alive():

@@ -34,14 +34,20 @@ def test_a_shell_killed_by_the_program_is_the_tasks_doing():
 
 
 @pytest.mark.parametrize("exit_code", [0, None, 137])
-def test_an_exec_that_never_ran_the_script_is_the_engines_failure(exit_code):
+def test_a_verifier_answer_that_never_came_is_the_engines_failure(exit_code):
     with pytest.raises(InfraError) as e:
-        _trial(b"", exit_code=exit_code).run_script(["/tests/test.sh"], "/logs/x", 10)
+        _trial(b"", exit_code=exit_code, rereads=(b"",) * 3).run_script(["/tests/test.sh"], "/logs/x", 10,
+                                                                         reread="print the reward")
     assert e.value.reason is ReasonCode.DOCKER_UNAVAILABLE
 
 
+def test_without_a_reread_a_lost_answer_is_a_missing_exit_code():
+    res = _trial(b"").run_script(["/solution/solve.sh"], "/logs/x", 10)
+    assert (res.exit_code, res.output, res.died) == (None, b"", False)
+
+
 def test_an_exec_into_a_container_that_has_stopped_is_container_died():
-    res = _trial(b"", alive=False).run_script(["/tests/test.sh"], "/logs/x", 10)
+    res = _trial(b"", alive=False, exit_code=137).run_script(["/tests/test.sh"], "/logs/x", 10, reread="r")
     assert res.died
 
 
