@@ -495,7 +495,7 @@ class Trial:
             # so no program of the task's can have caused it.
             if not reread:  # the caller reads a missing exit code as it always did (e.g. the creator's commands)
                 return ExecResult(None, False, res.seconds, b"")
-            again = self._reread(reread) if res.exit_code == 0 else None
+            again = self.read_whole(reread) if res.exit_code == 0 else None
             if again is not None:
                 return ExecResult(None, False, res.seconds, again)
             if not self.alive():
@@ -506,11 +506,11 @@ class Trial:
         code = int(first) if first.strip().isdigit() else None
         return ExecResult(code, False, res.seconds, rest)
 
-    def _reread(self, script: str) -> bytes | None:
+    def read_whole(self, script: str, timeout: float = REAP_EXEC_SECONDS) -> bytes | None:
         """What read-only `script` prints, from an answer that came back whole (its last line is ours); None when
-        none did in ANSWER_READS tries."""
+        none did in ANSWER_READS tries, or the container stopped."""
         for _ in range(ANSWER_READS):
-            res = self.sh(f"{script}\necho {RAN}", REAP_EXEC_SECONDS)
+            res = self.sh(f"{script}\necho {RAN}", timeout)
             if res.died or res.timed_out:
                 return None
             if res.output.endswith(RAN.encode() + b"\n"):

@@ -90,9 +90,7 @@ done
 _FORGED = """d=/logs/verifier
 [ -L "$d" ] && echo "$d (a symlink)"
 for f in "$d"/* "$d"/.[!.]*; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done
-echo s2e-listed
 """
-_LISTED = b"s2e-listed\n"  # the listing's last line: an answer without it was lost on the way (see forged_reward)
 
 
 @dataclass(frozen=True)
@@ -311,14 +309,13 @@ class DockerSandbox:
         anyway, so a forgery never scores; this makes it evidence (tamper_detected), not a silent 0."""
         if self.sandbox.settle().status is not TrialStatus.OK or not self.sandbox.trial.alive():
             return ""
-        for _ in range(ctr.ANSWER_READS):  # the listing only reads: asked again when its answer came back cut
-            res = self.sandbox.trial.sh(_FORGED, 30)
-            if res.died:
+        listing = self.sandbox.trial.read_whole(_FORGED, 30)  # it only reads: asked again when it came back cut
+        if listing is None:
+            if not self.sandbox.trial.alive():
                 return ""
-            if res.output.endswith(_LISTED):
-                return res.output[:-len(_LISTED)].decode("utf-8", "replace").strip().replace("\n", ", ")
-        raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, "the engine returned no whole answer for the listing of "
-                         f"/logs/verifier ({ctr.ANSWER_READS} tries)")
+            raise InfraError(ReasonCode.DOCKER_UNAVAILABLE, "the engine returned no whole answer for the listing "
+                             f"of /logs/verifier ({ctr.ANSWER_READS} tries)")
+        return listing.decode("utf-8", "replace").strip().replace("\n", ", ")
 
 
 class DockerSandboxFactory:

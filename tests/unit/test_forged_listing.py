@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from skill2env_dagster.gates.container import ExecResult
+from skill2env_dagster.gates.container import RAN, ExecResult, Trial
 from skill2env_dagster.gates.sandbox import TrialStatus
 from skill2env_dagster.reasons import InfraError, ReasonCode
 from skill2env_dagster.rollouts.docker_sandbox import DockerSandbox
@@ -17,18 +17,19 @@ from skill2env_dagster.rollouts.docker_sandbox import DockerSandbox
 def _sandbox(answers: list[bytes]) -> DockerSandbox:
     replies = iter(answers)
     trial = SimpleNamespace(alive=lambda: True, sh=lambda *a, **k: ExecResult(0, False, 0.01, next(replies)))
+    trial.read_whole = lambda script, timeout: Trial.read_whole(trial, script, timeout)  # type: ignore[arg-type]
     box = object.__new__(DockerSandbox)
     box._sb = SimpleNamespace(trial=trial, settle=lambda: SimpleNamespace(status=TrialStatus.OK))  # type: ignore
     return box
 
 
 def test_a_listing_that_came_back_empty_is_asked_again():
-    box = _sandbox([b"", b"/logs/verifier/reward.json\ns2e-listed\n"])
+    box = _sandbox([b"", f"/logs/verifier/reward.json\n{RAN}\n".encode()])
     assert box.forged_reward() == "/logs/verifier/reward.json"
 
 
 def test_an_empty_folder_is_nothing_forged():
-    assert _sandbox([b"s2e-listed\n"]).forged_reward() == ""
+    assert _sandbox([f"{RAN}\n".encode()]).forged_reward() == ""
 
 
 def test_a_listing_that_never_comes_whole_is_the_engines_failure():
